@@ -1,0 +1,21 @@
+"""The live system: the runtime (event-sourced actors, registry, LLM gateway, client, CLI)
+and one subpackage per workload."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from actors.runtime.client import Client, RunHandle, RunResult
+
+
+def __getattr__(name: str) -> Any:
+    # Lazy, so `import actors.runtime.registry` in a Ray worker does not pull in the client.
+    if name in ("Client", "RunHandle", "RunResult"):
+        from actors.runtime import client
+
+        return getattr(client, name)
+    raise AttributeError(name)
+
+
+__all__ = ["Client", "RunHandle", "RunResult"]

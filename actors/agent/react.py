@@ -1,0 +1,277 @@
+"""The ReAct agent's pure core (seed 000 §2.2, seed 003's orchestrator).
+
+Thought → Action → Observation. `next_effect(state)` says what the world must do next
+(call the model, call a tool, or stop for a budget); the shell does it, records the
+result as events, and hands them back in a command; `decide` turns recorded results into
+the agent's decisions. Nothing here touches Ray, a clock or the network, so a run
+replays from its log exactly.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict
+
+from actors.agent.policy import format_observation, is_repeat, repeat_observation, wrap_answer
+from actors.agent.prompt import HistoryItem, StepProblem, build_messages, parse_step, step_schema
+from actors.runtime.behaviour import Behaviour, Command
+from actors.runtime.effects import CallLlm, CallTool, LlmReturned, Stop, StopAgent, ToolFinished
+from actors.runtime.registry import Registry
+from actors.runtime.llm.types import LlmRequest
+from events.agent import AgentFailed, AgentStarted, AnswerGiven, StepDecided, StepRejected, ToolSpec
+from events.base import Event, State
+from events.effects import LlmCompleted, LlmFailed, LlmRequested, ToolCalled, ToolReturned
+from events.errors import ErrorInfo
+from events.runs import Budget, BudgetExceeded
+
+AgentStatus = Literal["new", "running", "completed", "failed"]
+
+
+class PendingStep(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    iteration: int
+    thought: str
+    action: str
+    args: dict[str, Any]
+
+
+class AgentState(State):
+    status: AgentStatus = "new"
+    goal: str = ""
+    root: str = ""
+    tools: list[ToolSpec] = []
+    max_iterations: int = 10
+    model: str = ""
+    params: dict[str, Any] = {}
+    budget: Budget = Budget()
+    history: list[HistoryItem] = []
+    pending: PendingStep | None = None
+    iteration: int = 0
+    llm_calls: int = 0
+    tokens: int = 0
+    tool_calls: int = 0
+    started_at: datetime | None = None
+    last_at: datetime | None = None
+    answer: str | None = None
+    error: ErrorInfo | None = None
+
+    @property
+    def tool_names(self) -> list[str]:
+        return [t.name for t in self.tools]
+
+    @property
+    def finished(self) -> bool:
+        return self.status in ("completed", "failed")
+
+
+# -- commands ---------------------------------------------------------------------------
+
+
+class StartAgent(Command):
+    goal: str
+    root: str
+    tools: list[ToolSpec]
+    max_iterations: int = 10
+    model: str = ""
+    params: dict[str, Any] = {}
+    budget: Budget = Budget()
+
+
+def budget_error(reason: str, message: str) -> ErrorInfo:
+    return ErrorInfo(type="budget_exceeded", reason=reason, message=message)
+
+
+def next_effect(state: AgentState) -> CallLlm | CallTool | Stop | None:
+    """What the shell must do next for this agent; None once it has finished."""
+    if state.status != "running":
+        return None
+    budget = state.budget
+    if budget.max_wall_seconds is not None and state.started_at and state.last_at:
+        elapsed = (state.last_at - state.started_at).total_seconds()
+        if elapsed > budget.max_wall_seconds:
+            return Stop(
+                error=budget_error(
+                    "wall_time", f"run took {elapsed:.1f}s, over its {budget.max_wall_seconds:g}s budget"
+                )
+            )
+    if state.pending is not None:
+        return CallTool(
+            tool=state.pending.action, args=state.pending.args, call_index=state.tool_calls + 1
+        )
+    if budget.max_llm_calls is not None and state.llm_calls >= budget.max_llm_calls:
+        return Stop(
+            error=budget_error(
+                "llm_calls", f"{state.llm_calls} LLM calls made, the budget allows {budget.max_llm_calls}"
+            )
+        )
+    tools = [(t.name, t.signature, t.description) for t in state.tools]
+    messages = build_messages(
+        state.goal,
+        tools,
+        state.history,
+        iteration=state.iteration + 1,
+        max_iterations=state.max_iterations,
+    )
+    request = LlmRequest(
+        model=state.model,
+        messages=messages,
+        params=state.params,
+        response_schema=step_schema(state.tool_names),
+    )
+    return CallLlm(request=request, call_index=state.llm_calls + 1)
+
+
+# -- decide / evolve --------------------------------------------------------------------------
+
+
+@Registry.register_agent("react")
+class ReactAgent(Behaviour[AgentState]):
+    name = "react"
+    state_type = AgentState
+
+    def next_effect(self, state: AgentState) -> CallLlm | CallTool | Stop | None:
+        return next_effect(state)
+
+    def decide(self, state: AgentState, command: Command) -> list[Event]:
+        if isinstance(command, StartAgent):
+            if state.status != "new":
+                return []
+            return [
+                AgentStarted(
+                    goal=command.goal,
+                    root=command.root,
+                    tools=command.tools,
+                    max_iterations=command.max_iterations,
+                    model=command.model,
+                    params=command.params,
+                    budget=command.budget,
+                )
+            ]
+        if state.finished:
+            return []
+        if isinstance(command, StopAgent):
+            out: list[Event] = []
+            if command.error.type == "budget_exceeded":
+                out.append(BudgetExceeded(error=command.error))
+            return out + [AgentFailed(error=command.error)]
+        if isinstance(command, ToolFinished):
+            return list(command.events)
+        if isinstance(command, LlmReturned):
+            return self._on_completion(state, command.events)
+        raise TypeError(f"react agent cannot handle {type(command).__name__}")
+
+    def _on_completion(self, state: AgentState, recorded: list[Event]) -> list[Event]:
+        out = list(recorded)
+        result = recorded[-1]
+        if isinstance(result, LlmFailed):
+            return out + [AgentFailed(error=result.error)]
+        assert isinstance(result, LlmCompleted)
+        tokens = state.tokens + result.prompt_tokens + result.completion_tokens
+        limit = state.budget.max_tokens
+        if limit is not None and tokens > limit:
+            error = budget_error("tokens", f"{tokens} tokens used, the budget allows {limit}")
+            return out + [BudgetExceeded(error=error), AgentFailed(error=error)]
+        iteration = state.iteration + 1
+        step = parse_step(result.parsed, result.content, state.tool_names)
+        if isinstance(step, StepProblem):
+            out.append(
+                StepRejected(
+                    iteration=iteration,
+                    thought="",
+                    action="",
+                    args={},
+                    reason="unparseable",
+                    observation=step.observation,
+                )
+            )
+        elif step.action == "answer":
+            text = str(step.args.get("answer", "")).strip()
+            if text:
+                return out + [AnswerGiven(iteration=iteration, thought=step.thought, answer=wrap_answer(text))]
+            out.append(
+                StepRejected(
+                    iteration=iteration,
+                    thought=step.thought,
+                    action="answer",
+                    args=step.args,
+                    reason="empty_answer",
+                    observation='Your answer was empty. Give the answer as {"answer": "..."} in args.',
+                )
+            )
+        elif is_repeat(state.history, step.action, step.args):
+            out.append(
+                StepRejected(
+                    iteration=iteration,
+                    thought=step.thought,
+                    action=step.action,
+                    args=step.args,
+                    reason="repeat",
+                    observation=repeat_observation(state.history, step.action, step.args),
+                )
+            )
+        else:
+            out.append(
+                StepDecided(iteration=iteration, thought=step.thought, action=step.action, args=step.args)
+            )
+        if iteration >= state.max_iterations:
+            out.append(
+                AgentFailed(
+                    error=ErrorInfo(
+                        type="iteration_limit",
+                        reason="max_iterations",
+                        message=f"no answer after {state.max_iterations} iterations",
+                    )
+                )
+            )
+        return out
+
+    def evolve(self, state: AgentState, event: Event) -> AgentState:
+        up: dict[str, Any] = {"last_at": event.timestamp}
+        if isinstance(event, AgentStarted):
+            up.update(
+                status="running",
+                goal=event.goal,
+                root=event.root,
+                tools=event.tools,
+                max_iterations=event.max_iterations,
+                model=event.model,
+                params=event.params,
+                budget=event.budget,
+                started_at=event.timestamp,
+            )
+        elif isinstance(event, (LlmCompleted, LlmFailed)):
+            up["llm_calls"] = state.llm_calls + 1
+            if isinstance(event, LlmCompleted):
+                up["tokens"] = state.tokens + event.prompt_tokens + event.completion_tokens
+        elif isinstance(event, StepDecided):
+            up.update(
+                iteration=event.iteration,
+                pending=PendingStep(
+                    iteration=event.iteration, thought=event.thought, action=event.action, args=event.args
+                ),
+            )
+        elif isinstance(event, StepRejected):
+            item = HistoryItem(
+                thought=event.thought, action=event.action, args=event.args, observation=event.observation
+            )
+            up.update(iteration=event.iteration, history=[*state.history, item])
+        elif isinstance(event, ToolCalled):
+            up["tool_calls"] = state.tool_calls + 1
+        elif isinstance(event, ToolReturned) and state.pending is not None:
+            p = state.pending
+            item = HistoryItem(
+                thought=p.thought,
+                action=p.action,
+                args=p.args,
+                observation=format_observation(event.tool, event.output),
+            )
+            up.update(pending=None, history=[*state.history, item])
+        elif isinstance(event, AnswerGiven):
+            up.update(status="completed", iteration=event.iteration, answer=event.answer)
+        elif isinstance(event, AgentFailed):
+            up.update(status="failed", error=event.error)
+        return state.model_copy(update=up)
+

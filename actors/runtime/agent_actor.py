@@ -1,0 +1,82 @@
+"""The Ray shell that serves a run's lead agent. Thin on purpose: it opens the store,
+rehydrates, drives the behaviour with live effects, and closes the run.
+
+Ray restarts it after a crash (`max_restarts`) and re-sends the interrupted `run` call
+(`max_task_retries`); `__init__` rehydrates from snapshot + tail and `drive` continues from
+the state the log holds, while idempotency keys stop anything being appended twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from actors.runtime.effects import LiveEffects, drive, ray_invoker
+from actors.runtime.llm.gateway import LlmGateway
+from actors.runtime.llm.providers import provider_from_settings
+from actors.runtime.registry import Registry
+from actors.runtime.run import Complete, Fail, RunLifecycle, Start, run_stream
+from actors.runtime.settings import Settings
+from actors.runtime.shell import ActorShell
+from events.errors import ErrorInfo
+from events.store import EventStore
+
+
+def agent_stream(run_id: str) -> str:
+    return f"agent:{run_id}"
+
+
+class AgentActor:
+    def __init__(
+        self, settings: Settings, run_id: str, agent: str = "react", llm: Any | None = None
+    ) -> None:
+        self.settings = settings
+        self.run_id = run_id
+        self.store = EventStore(settings.store_url)
+        behaviour = Registry.agent_class(agent)()
+        self.shell = ActorShell(
+            behaviour,
+            agent_stream(run_id),
+            self.store,
+            run_id=run_id,
+            snapshot_every=settings.snapshot_every,
+        ).load()
+        self.run = ActorShell(RunLifecycle(), run_stream(run_id), self.store, run_id=run_id).load()
+        self.gateway = LlmGateway(llm if llm is not None else provider_from_settings(settings))
+        self._tools: dict[str, Any] = {}
+
+    def serve(self, start: Any) -> dict[str, Any]:
+        """Run the agent to the end and close the run; returns a summary."""
+        self.shell.handle(start)
+        self.run.handle(Start(key="start", lead_stream=self.shell.stream_id))
+        state = self.shell.state
+        try:
+            invoke = ray_invoker(self._tool_handles(state), timeout_s=self.settings.llm_timeout_s)
+            state = drive(self.shell, LiveEffects(self.gateway, invoke))
+        except Exception as e:
+            error = ErrorInfo(type="runtime_error", reason=type(e).__name__, message=str(e)[:500])
+            self.run.handle(Fail(key="finish", error=error))
+            raise
+        if state.status == "completed":
+            self.run.handle(
+                Complete(key="finish", result=state.answer, llm_calls=state.llm_calls, tokens=state.tokens)
+            )
+        else:
+            self.run.handle(Fail(key="finish", error=state.error))
+        return {
+            "run_id": self.run_id,
+            "status": state.status,
+            "answer": state.answer,
+            "error": state.error.model_dump() if state.error else None,
+            "llm_calls": state.llm_calls,
+            "tokens": state.tokens,
+            "replayed_on_load": self.shell.replayed_on_load,
+        }
+
+    def state(self) -> dict[str, Any]:
+        return {"version": self.shell.version, "state": self.shell.state.model_dump(mode="json")}
+
+    def _tool_handles(self, state: Any) -> dict[str, Any]:
+        for spec in getattr(state, "tools", []):
+            if spec.name not in self._tools:
+                self._tools[spec.name] = Registry.get_tool(spec.name, root=state.root)
+        return self._tools

@@ -1,0 +1,201 @@
+"""The `chorus` command.
+
+    chorus run "GOAL" [--root PATH]     run a goal; prints the run id, each step, the answer
+    chorus runs                          list runs
+    chorus events RUN_ID [--json]        a run's events in global order
+    chorus model                         assemble / check the local model
+
+Exit status: 0 on success; 1 when a run fails; 2 for bad input or configuration
+(one line on stderr, nothing written to the log).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from actors.runtime.progress import describe
+from events.store import Recorded
+
+
+class UserError(Exception):
+    """Bad input or configuration: one line, exit 2."""
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if not getattr(args, "func", None):
+        parser.print_help()
+        return 2
+    try:
+        return int(args.func(args) or 0)
+    except KeyboardInterrupt:
+        print("chorus: interrupted", file=sys.stderr)
+        return 130
+    except Exception as e:  # noqa: BLE001 - the one place exceptions become one line
+        if not _is_user_error(e):
+            raise
+        print(f"chorus: error: {_one_line(e)}", file=sys.stderr)
+        return 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="chorus", description="Chorus: event-sourced LLM agents on Ray.")
+    sub = p.add_subparsers(metavar="COMMAND")
+
+    run = sub.add_parser("run", help="run a goal end to end and print the answer")
+    run.add_argument("goal")
+    run.add_argument("--root", default=".", help="folder the agent's file tools may read (default: .)")
+    run.add_argument("--max-iterations", type=int, default=10)
+    run.add_argument("--max-llm-calls", type=int)
+    run.add_argument("--max-tokens", type=int)
+    run.add_argument("--max-seconds", type=float, help="wall-time budget")
+    run.add_argument("--quiet", "-q", action="store_true", help="print only the answer")
+    run.set_defaults(func=cmd_run)
+
+    runs = sub.add_parser("runs", help="list runs, newest first")
+    runs.add_argument("--limit", type=int, default=20)
+    runs.add_argument("--json", action="store_true")
+    runs.set_defaults(func=cmd_runs)
+
+    ev = sub.add_parser("events", help="print a run's events in global order")
+    ev.add_argument("run_id")
+    ev.add_argument("--json", action="store_true", help="JSON lines")
+    ev.set_defaults(func=cmd_events)
+
+    model = sub.add_parser("model", help="assemble and verify the local model; print its path")
+    model.set_defaults(func=cmd_model)
+    return p
+
+
+# -- commands ---------------------------------------------------------------------------------
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from actors.runtime.client import Client
+    from events.runs import Budget
+
+    budget = Budget(
+        max_llm_calls=args.max_llm_calls, max_tokens=args.max_tokens, max_wall_seconds=args.max_seconds
+    )
+    with Client() as client:
+        handle = client.submit(args.goal, root=args.root, max_iterations=args.max_iterations, budget=budget)
+        print(f"run {handle.run_id}", flush=True)
+        for rec in handle.events():
+            if not args.quiet:
+                line = describe(rec.event)
+                if line:
+                    print(line, file=sys.stderr, flush=True)
+        result = handle.wait()
+    if result.ok:
+        from actors.agent.policy import unwrap_answer
+
+        print(unwrap_answer(result.answer or ""))
+        return 0
+    error = result.error.line() if result.error else result.status
+    print(f"chorus: run {handle.run_id} failed: {error}", file=sys.stderr)
+    return 1
+
+
+def cmd_runs(args: argparse.Namespace) -> int:
+    from actors.runtime.client import Client
+
+    with Client(start_ray=False) as client:
+        rows = client.runs(limit=args.limit)
+    if args.json:
+        for r in rows:
+            print(json.dumps(r, default=_json_default))
+        return 0
+    if not rows:
+        print("no runs yet")
+        return 0
+    for r in rows:
+        when = r["submitted_at"].strftime("%Y-%m-%d %H:%M:%S")
+        goal = r["goal"] if len(r["goal"]) <= 60 else r["goal"][:57] + "..."
+        print(f"{r['run_id']}  {when}  {r['status']:<9}  {goal}")
+    return 0
+
+
+def cmd_events(args: argparse.Namespace) -> int:
+    from actors.runtime.client import Client
+
+    with Client(start_ray=False) as client:
+        records = client.events(args.run_id)
+    for rec in records:
+        if args.json:
+            print(json.dumps(event_json(rec), default=_json_default))
+        else:
+            e = rec.event
+            print(f"{rec.position:>6}  {e.timestamp:%H:%M:%S}  {e.stream_id}@{e.version}  {e.type_name}  {describe(e, brief=True)}")
+    return 0
+
+
+def cmd_model(args: argparse.Namespace) -> int:
+    from actors.runtime.llm.local_model import ensure_model
+    from actors.runtime.settings import Settings
+
+    print(ensure_model(Settings.from_env()))
+    return 0
+
+
+# -- helpers --------------------------------------------------------------------------------------
+
+
+def event_json(rec: Recorded) -> dict[str, Any]:
+    e = rec.event
+    return {
+        "position": rec.position,
+        "stream": e.stream_id,
+        "version": e.version,
+        "type": e.type_name,
+        "run_id": e.run_id,
+        "timestamp": e.timestamp.isoformat(),
+        "causation_id": e.causation_id,
+        "command_id": e.command_id,
+        "data": e.payload(),
+    }
+
+
+def _json_default(o: Any) -> Any:
+    if isinstance(o, datetime):
+        return o.isoformat()
+    if isinstance(o, bytes):
+        return o.hex()
+    return str(o)
+
+
+def _is_user_error(e: BaseException) -> bool:
+    from actors.runtime.client import UnknownRun
+    from actors.runtime.llm.types import LlmError
+    from actors.runtime.registry import RegistryError
+    from actors.runtime.settings import ConfigError
+    from events.store import StoreUnavailable
+
+    known: tuple[type[BaseException], ...] = (
+        UserError,
+        ConfigError,
+        StoreUnavailable,
+        UnknownRun,
+        RegistryError,
+        ValueError,
+        FileNotFoundError,
+        TimeoutError,
+        LlmError,
+    )
+    from actors.runtime.client import LlmUnavailable
+
+    return isinstance(e, known + (LlmUnavailable,))
+
+
+def _one_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__
+
+
+if __name__ == "__main__":
+    sys.exit(main())

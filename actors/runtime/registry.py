@@ -1,0 +1,161 @@
+"""The Registry (seed 000 §1.1, §2.1): a plain service locator for tools, LLMs, agents, embedders.
+
+A third party adds a tool with the decorator and nothing else:
+
+    @Registry.register_tool("word_count")
+    class WordCount(Tool):
+        description = "Count the words in a text."
+        def execute(self, text: str) -> str:
+            return str(len(text.split()))
+
+`Registry.get_tool(name)` creates the tool as a Ray actor; `Registry.tool_class(name)` gives
+the class itself for in-process use (replay, unit tests).
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable
+from typing import Any, ClassVar, TypeVar
+
+T = TypeVar("T", bound=type)
+
+
+class RegistryError(LookupError):
+    pass
+
+
+class Tool:
+    """Base of tools. `execute` returns the observation text; raising is a failed call."""
+
+    name: ClassVar[str] = ""
+    description: ClassVar[str] = ""
+
+    def __init__(self, **config: Any) -> None:
+        self.config = config
+
+    def execute(self, **kwargs: Any) -> str:
+        raise NotImplementedError
+
+    @classmethod
+    def signature(cls) -> str:
+        """`name(arg: type, ...)` for prompts, from `execute`'s annotations."""
+        params = []
+        for p in list(inspect.signature(cls.execute).parameters.values())[1:]:
+            if p.kind in (p.VAR_KEYWORD, p.VAR_POSITIONAL):
+                continue
+            ann = p.annotation if isinstance(p.annotation, str) else getattr(p.annotation, "__name__", "")
+            opt = "" if p.default is p.empty else f" = {p.default!r}"
+            params.append(f"{p.name}: {ann}{opt}" if ann else p.name)
+        return f"{cls.name}({', '.join(params)})"
+
+
+class Registry:
+    _tools: ClassVar[dict[str, type]] = {}
+    _llms: ClassVar[dict[str, Callable[..., Any]]] = {}
+    _agents: ClassVar[dict[str, type]] = {}
+    _embedders: ClassVar[dict[str, Callable[..., Any]]] = {}
+
+    # -- registration ----------------------------------------------------------------
+
+    @classmethod
+    def register_tool(cls, name: str) -> Callable[[T], T]:
+        def deco(tool_cls: T) -> T:
+            tool_cls.name = name  # type: ignore[attr-defined]
+            cls._tools[name] = tool_cls
+            return tool_cls
+
+        return deco
+
+    @classmethod
+    def register_llm(cls, name: str) -> Callable[[T], T]:
+        def deco(factory: T) -> T:
+            cls._llms[name] = factory
+            return factory
+
+        return deco
+
+    @classmethod
+    def register_agent(cls, name: str) -> Callable[[T], T]:
+        def deco(agent_cls: T) -> T:
+            cls._agents[name] = agent_cls
+            return agent_cls
+
+        return deco
+
+    @classmethod
+    def register_embedder(cls, name: str) -> Callable[[T], T]:
+        def deco(factory: T) -> T:
+            cls._embedders[name] = factory
+            return factory
+
+        return deco
+
+    # -- lookup ----------------------------------------------------------------------
+
+    @classmethod
+    def tool_class(cls, name: str) -> type:
+        _load_builtins()
+        return _lookup(cls._tools, "tool", name)
+
+    @classmethod
+    def get_tool(cls, name: str, **config: Any) -> Any:
+        """A new Ray actor running the tool (Ray must be initialised)."""
+        import ray
+
+        tool_cls = cls.tool_class(name)
+        return ray.remote(max_restarts=3, max_task_retries=3)(tool_cls).remote(**config)
+
+    @classmethod
+    def get_llm(cls, name: str, **config: Any) -> Any:
+        _load_builtins()
+        return _lookup(cls._llms, "llm", name)(**config)
+
+    @classmethod
+    def agent_class(cls, name: str) -> type:
+        _load_builtins()
+        return _lookup(cls._agents, "agent", name)
+
+    @classmethod
+    def get_embedder(cls, name: str, **config: Any) -> Any:
+        _load_builtins()
+        return _lookup(cls._embedders, "embedder", name)(**config)
+
+    @classmethod
+    def names(cls) -> dict[str, list[str]]:
+        _load_builtins()
+        return {
+            "tools": sorted(cls._tools),
+            "llms": sorted(cls._llms),
+            "agents": sorted(cls._agents),
+            "embedders": sorted(cls._embedders),
+        }
+
+
+def _lookup(table: dict[str, Any], kind: str, name: str) -> Any:
+    try:
+        return table[name]
+    except KeyError:
+        known = ", ".join(sorted(table)) or "none"
+        raise RegistryError(f"no {kind} registered as {name!r} (known: {known})") from None
+
+
+_BUILTINS = (
+    "actors.tools.files",
+    "actors.runtime.llm.providers",
+    "actors.runtime.embeddings",
+    "actors.agent.react",
+)
+_loaded = False
+
+
+def _load_builtins() -> None:
+    """Import the modules whose decorators register Chorus's own components."""
+    global _loaded
+    if _loaded:
+        return
+    _loaded = True
+    import importlib
+
+    for module in _BUILTINS:
+        importlib.import_module(module)

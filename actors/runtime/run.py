@@ -1,0 +1,108 @@
+"""A run's lifecycle as a tiny behaviour: submitted → started → completed | failed.
+
+Its stream is `run:{run_id}`. The client appends RunSubmitted; the actor serving the run
+appends the rest. Every command is idempotent by state (starting a started run appends
+nothing), so a retried lead actor cannot start or finish a run twice.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from actors.runtime.behaviour import Behaviour, Command
+from events.base import Event, State
+from events.errors import ErrorInfo
+from events.runs import Budget, RunCompleted, RunFailed, RunStarted, RunSubmitted
+
+RunStatus = Literal["new", "submitted", "running", "completed", "failed"]
+TERMINAL_TYPES = ("RunCompleted", "RunFailed")
+
+
+def run_stream(run_id: str) -> str:
+    return f"run:{run_id}"
+
+
+class RunState(State):
+    status: RunStatus = "new"
+    goal: str = ""
+    agent: str = ""
+    params: dict[str, Any] = {}
+    budget: Budget = Budget()
+    lead_stream: str | None = None
+    result: str | None = None
+    error: ErrorInfo | None = None
+    forked_from: str | None = None
+
+
+class Submit(Command):
+    goal: str
+    agent: str = "react"
+    params: dict[str, Any] = {}
+    budget: Budget = Budget()
+    forked_from: str | None = None
+
+
+class Start(Command):
+    lead_stream: str
+
+
+class Complete(Command):
+    result: str
+    llm_calls: int = 0
+    tokens: int = 0
+
+
+class Fail(Command):
+    error: ErrorInfo
+
+
+class RunLifecycle(Behaviour[RunState]):
+    name = "run"
+    state_type = RunState
+
+    def decide(self, state: RunState, command: Command) -> list[Event]:
+        if isinstance(command, Submit):
+            if state.status != "new":
+                return []
+            return [
+                RunSubmitted(
+                    goal=command.goal,
+                    agent=command.agent,
+                    params=command.params,
+                    budget=command.budget,
+                    forked_from=command.forked_from,
+                )
+            ]
+        if state.status in ("completed", "failed"):
+            return []  # a finished run stays finished
+        if isinstance(command, Start):
+            if state.status == "running":
+                return []
+            return [RunStarted(lead_stream=command.lead_stream)]
+        if isinstance(command, Complete):
+            return [
+                RunCompleted(result=command.result, llm_calls=command.llm_calls, tokens=command.tokens)
+            ]
+        if isinstance(command, Fail):
+            return [RunFailed(error=command.error)]
+        raise TypeError(f"run cannot handle {type(command).__name__}")
+
+    def evolve(self, state: RunState, event: Event) -> RunState:
+        if isinstance(event, RunSubmitted):
+            return state.model_copy(
+                update=dict(
+                    status="submitted",
+                    goal=event.goal,
+                    agent=event.agent,
+                    params=event.params,
+                    budget=event.budget,
+                    forked_from=event.forked_from,
+                )
+            )
+        if isinstance(event, RunStarted):
+            return state.model_copy(update=dict(status="running", lead_stream=event.lead_stream))
+        if isinstance(event, RunCompleted):
+            return state.model_copy(update=dict(status="completed", result=event.result))
+        if isinstance(event, RunFailed):
+            return state.model_copy(update=dict(status="failed", error=event.error))
+        return state

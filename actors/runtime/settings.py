@@ -1,0 +1,85 @@
+"""Configuration, read from the environment (and nothing else), as one pydantic model.
+
+Settings travel to Ray actors as plain data, so every actor opens the same store and
+talks to the same model as the client that started it.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict
+
+DEFAULT_MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
+
+
+class ConfigError(Exception):
+    """A setting is missing or contradicts another; the message says which and how to fix it."""
+
+
+class Settings(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    data_dir: Path
+    store_url: str
+    llm_base_url: str | None = None  # None: start the embedded llama.cpp server
+    llm_model: str = "qwen2.5-coder-1.5b-instruct"
+    llm_api_key: str = "not-needed"
+    llm_timeout_s: float = 300.0
+    llm_max_retries: int = 3
+    # "auto" tries json_schema then falls back to json_object; llama.cpp needs json_object.
+    llm_structured: str = "auto"
+    llm_port: int = 8765
+    llm_context: int = 8192
+    gguf_path: Path | None = None  # a user's own GGUF instead of the assembled default
+    embedder: str = "minilm"
+    embeddings_base_url: str | None = None
+    embeddings_model: str = "text-embedding-3-small"
+    snapshot_every: int = 100
+
+    @classmethod
+    def from_env(cls, **overrides: object) -> Settings:
+        env = os.environ
+        data_dir = Path(env.get("CHORUS_DATA_DIR") or Path.home() / ".chorus").expanduser()
+        values: dict[str, object] = {
+            "data_dir": data_dir,
+            "store_url": env.get("CHORUS_STORE_URL") or f"sqlite:///{data_dir / 'chorus.db'}",
+            "llm_base_url": env.get("CHORUS_LLM_BASE_URL") or env.get("OPENAI_BASE_URL") or None,
+            "llm_api_key": env.get("CHORUS_LLM_API_KEY") or env.get("OPENAI_API_KEY") or "not-needed",
+        }
+        if env.get("CHORUS_LLM_MODEL"):
+            values["llm_model"] = env["CHORUS_LLM_MODEL"]
+        for key, field in (
+            ("CHORUS_LLM_TIMEOUT", "llm_timeout_s"),
+            ("CHORUS_LLM_MAX_RETRIES", "llm_max_retries"),
+            ("CHORUS_LLM_STRUCTURED", "llm_structured"),
+            ("CHORUS_LLM_PORT", "llm_port"),
+            ("CHORUS_LLM_CONTEXT", "llm_context"),
+            ("CHORUS_GGUF", "gguf_path"),
+            ("CHORUS_EMBEDDER", "embedder"),
+            ("CHORUS_EMBEDDINGS_BASE_URL", "embeddings_base_url"),
+            ("CHORUS_EMBEDDINGS_MODEL", "embeddings_model"),
+            ("CHORUS_SNAPSHOT_EVERY", "snapshot_every"),
+        ):
+            if env.get(key):
+                values[field] = env[key]
+        values.update(overrides)
+        try:
+            settings = cls.model_validate(values)
+        except Exception as e:  # pydantic's message is long; keep the first line
+            raise ConfigError(f"invalid configuration: {str(e).splitlines()[0]}") from e
+        if settings.llm_structured not in ("auto", "json_schema", "json_object"):
+            raise ConfigError(
+                f"CHORUS_LLM_STRUCTURED={settings.llm_structured!r}: "
+                "use auto, json_schema or json_object"
+            )
+        return settings
+
+    @property
+    def model_path(self) -> Path:
+        return self.gguf_path or self.data_dir / "models" / DEFAULT_MODEL_FILE
+
+    @property
+    def uses_embedded_llm(self) -> bool:
+        return self.llm_base_url is None

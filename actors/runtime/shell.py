@@ -1,0 +1,149 @@
+"""The shell around a Behaviour: rehydrate from snapshot + tail, handle commands, append.
+
+The shell is plain Python so it runs the same inside a Ray actor, in the client, and in a
+replay. It holds the only mutable state: the folded state, the stream version, and the
+idempotency keys already applied (rebuilt from the log on every start, so a command
+retried after a crash finds its key and appends nothing twice).
+"""
+
+from __future__ import annotations
+
+from collections import OrderedDict
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel
+
+from actors.runtime.behaviour import Behaviour, Command
+from events.base import Event, State
+from events.store import ConcurrencyError, EventStore
+
+S = TypeVar("S", bound=State)
+
+MAX_REMEMBERED_KEYS = 10_000
+
+
+class ShellSnapshot(BaseModel):
+    """What a snapshot holds: the state and the idempotency keys applied so far."""
+
+    schema_version: int = 1
+    state: dict[str, Any]
+    keys: dict[str, list[int]]  # key -> [first_version, last_version]
+
+
+class ActorShell(Generic[S]):
+    def __init__(
+        self,
+        behaviour: Behaviour[S],
+        stream_id: str,
+        store: EventStore,
+        *,
+        run_id: str = "",
+        snapshot_every: int = 100,
+    ) -> None:
+        self.behaviour = behaviour
+        self.stream_id = stream_id
+        self.store = store
+        self.run_id = run_id
+        self.snapshot_every = snapshot_every
+        self.state: S = behaviour.initial()
+        self.version = 0
+        self.keys: OrderedDict[str, list[int]] = OrderedDict()
+        self.replayed_on_load = 0  # how many tail events the last load folded
+
+    # -- loading ---------------------------------------------------------------------
+
+    def load(self) -> ActorShell[S]:
+        """Rebuild state from the latest usable snapshot plus the events after it."""
+        self.state, self.version, self.keys = self.behaviour.initial(), 0, OrderedDict()
+        snap = self.store.load_snapshot(self.stream_id)
+        if snap is not None and snap.kind == ShellSnapshot.__name__:
+            body = ShellSnapshot.model_validate(snap.data)
+            state_type = type(self.state)
+            if body.schema_version == state_type.schema_version:
+                self.state = state_type.model_validate(body.state)
+                self.version = snap.version
+                self.keys = OrderedDict((k, v) for k, v in body.keys.items())
+        tail = self.store.read_stream(self.stream_id, from_version=self.version + 1)
+        self._apply(tail)
+        self.replayed_on_load = len(tail)
+        return self
+
+    # -- commands --------------------------------------------------------------------
+
+    def applied(self, key: str) -> list[Event] | None:
+        """The events a command with this key appended, if it was applied already."""
+        span = self.keys.get(key)
+        if span is None:
+            return None
+        return self.store.read_stream(self.stream_id, span[0], span[1])
+
+    def handle(self, command: Command, *, causation_id: str | None = None) -> list[Event]:
+        """Decide and append; idempotent by `command.key`; retries once on a lost race."""
+        done = self.applied(command.key)
+        if done is not None:
+            return done
+        for attempt in range(2):
+            events = self.behaviour.decide(self.state, command)
+            try:
+                return self.record(events, command.key, causation_id=causation_id)
+            except ConcurrencyError:
+                if attempt:
+                    raise
+                self.load()  # someone else wrote: re-read and decide again
+                done = self.applied(command.key)
+                if done is not None:
+                    return done
+        raise AssertionError("unreachable")
+
+    def record(
+        self, events: list[Event], key: str | None = None, *, causation_id: str | None = None
+    ) -> list[Event]:
+        """Append events decided elsewhere (already pure) and fold them into the state."""
+        if not events:
+            if key is not None:
+                self._remember(key, self.version + 1, self.version)
+            return []
+        stamped = [
+            e.stamp(
+                run_id=e.run_id or self.run_id,
+                causation_id=e.causation_id or causation_id,
+                command_id=key,
+            )
+            for e in events
+        ]
+        recorded = self.store.append(self.stream_id, stamped, self.version)
+        appended = [r.event for r in recorded]
+        before = self.version
+        self._apply(appended)
+        if self.snapshot_every and before // self.snapshot_every != self.version // self.snapshot_every:
+            self.snapshot()
+        return appended
+
+    def snapshot(self) -> None:
+        body = ShellSnapshot(
+            schema_version=type(self.state).schema_version,
+            state=self.state.model_dump(mode="python"),
+            keys=dict(self.keys),
+        )
+        self.store.save_snapshot(self.stream_id, self.version, body)
+
+    # -- internals -------------------------------------------------------------------
+
+    def _apply(self, events: list[Event]) -> None:
+        for e in events:
+            self.state = self.behaviour.evolve(self.state, e)
+            self.version = e.version
+            if e.command_id is not None:
+                span = self.keys.get(e.command_id)
+                self._remember(e.command_id, span[0] if span else e.version, e.version)
+
+    def _remember(self, key: str, first: int, last: int) -> None:
+        self.keys[key] = [first, last]
+        self.keys.move_to_end(key)
+        while len(self.keys) > MAX_REMEMBERED_KEYS:
+            self.keys.popitem(last=False)
+
+
+def rebuild(behaviour: Behaviour[S], events: list[Event]) -> S:
+    """The state a stream's events fold to, from scratch (for checks and `chorus state`)."""
+    return behaviour.fold(behaviour.initial(), events)

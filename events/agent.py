@@ -1,0 +1,65 @@
+"""What a ReAct agent decides: it starts, chooses steps, has steps rejected, answers or fails."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict
+
+from events.base import Event
+from events.errors import ErrorInfo
+from events.registry import event_type
+from events.runs import Budget
+
+
+class ToolSpec(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+    name: str
+    signature: str
+    description: str
+
+
+@event_type("AgentStarted")
+class AgentStarted(Event):
+    goal: str
+    root: str
+    tools: list[ToolSpec]
+    max_iterations: int
+    model: str
+    params: dict[str, Any] = {}
+    budget: Budget = Budget()
+
+
+@event_type("StepDecided")
+class StepDecided(Event):
+    """The model chose a tool call; the tool result follows as ToolCalled/ToolReturned."""
+
+    iteration: int
+    thought: str
+    action: str
+    args: dict[str, Any]
+
+
+@event_type("StepRejected")
+class StepRejected(Event):
+    """The model's step was not run (unparseable, unknown tool, a repeat): the observation says why."""
+
+    iteration: int
+    thought: str
+    action: str
+    args: dict[str, Any]
+    reason: str
+    observation: str
+
+
+@event_type("AnswerGiven")
+class AnswerGiven(Event):
+    iteration: int
+    thought: str
+    answer: str  # wrapped in <answer> tags
+
+
+@event_type("AgentFailed")
+class AgentFailed(Event):
+    error: ErrorInfo

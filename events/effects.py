@@ -1,0 +1,60 @@
+"""Recorded non-deterministic inputs: LLM calls and tool calls (rule 2 of the design).
+
+Each is two facts: the request (recorded with a hash so replay can match it) and the
+result. Replay serves the result for a matching request and never calls out.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from events.base import Event
+from events.errors import ErrorInfo
+from events.registry import event_type
+
+
+@event_type("LlmRequested")
+class LlmRequested(Event):
+    model: str
+    messages: list[dict[str, Any]]
+    params: dict[str, Any] = {}
+    response_schema: dict[str, Any] | None = None
+    request_hash: str
+    call_index: int  # 1-based count of LLM calls in this stream
+
+
+@event_type("LlmCompleted")
+class LlmCompleted(Event):
+    request_hash: str
+    call_index: int
+    content: str
+    parsed: dict[str, Any] | None = None
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    model: str = ""
+    cost_usd: float | None = None
+
+
+@event_type("LlmFailed")
+class LlmFailed(Event):
+    request_hash: str
+    call_index: int
+    error: ErrorInfo
+
+
+@event_type("ToolCalled")
+class ToolCalled(Event):
+    tool: str
+    args: dict[str, Any]
+    call_index: int
+
+
+@event_type("ToolReturned")
+class ToolReturned(Event):
+    tool: str
+    call_index: int
+    ok: bool
+    output: str
+    latency_s: float = 0.0
+    error: ErrorInfo | None = None

@@ -1,0 +1,441 @@
+"""The event store: one interface over the eventsourcing library's recorders.
+
+Streams are the recorder's originators (text ids), stream versions its originator
+versions, the global log its notification sequence, and an event's type name its topic
+(so the recorder filters by type for us). The backend is chosen by URL:
+
+    sqlite:///path/to/chorus.db   a file (the embedded default)
+    postgresql://user@host:port/db[?schema=NAME]
+    memory://                     plain Python objects, for unit tests
+
+Appends carry the expected version of the stream; the recorder's unique
+(stream, version) key makes two racing writers conflict, and the whole batch is one
+transaction, so the loser writes nothing.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import threading
+import time
+from collections.abc import Iterable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import Any, NamedTuple
+from urllib.parse import parse_qs, unquote, urlparse
+
+from eventsourcing.persistence import (
+    AggregateRecorder,
+    ApplicationRecorder,
+    InfrastructureFactory,
+    IntegrityError,
+    InterfaceError,
+    Notification,
+    OperationalError,
+    PersistenceError,
+    StoredEvent,
+)
+from pydantic import BaseModel
+
+from events.base import Event
+from events.codec import decode_event, encode_event, envelope_of, packb, unpackb
+
+
+class ConcurrencyError(Exception):
+    """Another writer appended to the stream first; re-read it and decide again."""
+
+
+class StoreUnavailable(Exception):
+    """The store cannot be reached or opened. Its message is one line for a person."""
+
+
+# Errors that mean "the database is not there" rather than "this code is wrong".
+_UNAVAILABLE = (OperationalError, InterfaceError)
+
+
+class Recorded(NamedTuple):
+    """An event with its position in the global log."""
+
+    position: int
+    event: Event
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    stream_id: str
+    version: int
+    kind: str
+    schema_version: int
+    data: Any  # the msgpack-decoded state payload
+
+
+def _env_for(url: str) -> dict[str, str]:
+    parsed = urlparse(url)
+    env = {"ORIGINATOR_ID_TYPE": "text", "CREATE_TABLE": "y"}
+    if parsed.scheme == "memory":
+        env["PERSISTENCE_MODULE"] = "eventsourcing.popo"
+    elif parsed.scheme == "sqlite":
+        # SQLAlchemy's convention: sqlite:///relative.db, sqlite:////absolute.db
+        path = unquote(url.removeprefix("sqlite:///").split("?")[0])
+        if not path:
+            raise ValueError(f"store URL {redact(url)!r} names no file: use sqlite:///PATH")
+        env.update(PERSISTENCE_MODULE="eventsourcing.sqlite", SQLITE_DBNAME=path, SQLITE_LOCK_TIMEOUT="30")
+    elif parsed.scheme in ("postgresql", "postgres"):
+        query = parse_qs(parsed.query)
+        env.update(
+            PERSISTENCE_MODULE="eventsourcing.postgres",
+            POSTGRES_DBNAME=(parsed.path or "/postgres").lstrip("/") or "postgres",
+            POSTGRES_HOST=parsed.hostname or "127.0.0.1",
+            POSTGRES_PORT=str(parsed.port or 5432),
+            POSTGRES_USER=unquote(parsed.username or "postgres"),
+            POSTGRES_PASSWORD=unquote(parsed.password or ""),
+            POSTGRES_CONNECT_TIMEOUT="5",
+            POSTGRES_POOL_SIZE="4",
+        )
+        if "schema" in query:
+            env["POSTGRES_SCHEMA"] = query["schema"][0]
+        if "connect_timeout" in query:  # whole seconds; also bounds each retried call
+            env["POSTGRES_CONNECT_TIMEOUT"] = query["connect_timeout"][0]
+    else:
+        raise ValueError(
+            f"unsupported store URL {redact(url)!r}: use sqlite:///PATH, postgresql://... or memory://"
+        )
+    return env
+
+
+def backend_of(url: str) -> str:
+    return _env_for(url)["PERSISTENCE_MODULE"].rsplit(".", 1)[1]
+
+
+class EventStore:
+    """Append, read and follow events; save and load snapshots."""
+
+    def __init__(self, url: str = "memory://") -> None:
+        self.url = url
+        self.backend = backend_of(url)
+        env = self._env = _env_for(url)
+        self.factory: Any = None
+        try:
+            with _creating_tables(env):
+                self.factory = InfrastructureFactory.construct(env=env)
+                # CREATE_TABLE=y: this touches the database now, so an unreachable store
+                # fails here rather than at first use (later failures: see _available).
+                self.recorder: ApplicationRecorder = self.factory.application_recorder()
+                self.snapshots: AggregateRecorder = self.factory.aggregate_recorder(
+                    "snapshots"
+                )
+            if self.backend == "sqlite":
+                self._enable_wal()
+        except (PersistenceError, OSError) as e:
+            self.close()  # stop the connection pool's reconnect workers
+            reason = None
+            if self.backend == "postgres" and "couldn't get a connection" in str(e):
+                reason = _postgres_reason(env)
+            elif self.backend == "sqlite":
+                reason = _sqlite_reason(env["SQLITE_DBNAME"], e)
+            raise StoreUnavailable(
+                f"cannot open event store {redact(url)}: {reason or one_line(e)}"
+            ) from e
+
+    # -- writing -----------------------------------------------------------------
+
+    def append(
+        self, stream_id: str, events: Sequence[Event], expected_version: int
+    ) -> list[Recorded]:
+        """Append `events` to `stream_id`, which must be at `expected_version` now.
+
+        Events get their stream_id and versions here (expected+1, expected+2, ...).
+        Returns them with their global positions. Raises ConcurrencyError if the stream
+        is not at `expected_version`; then nothing was written.
+        """
+        if expected_version < 0:
+            raise ValueError(f"expected_version must be >= 0, not {expected_version}")
+        if not events:
+            return []
+        if expected_version > 0:
+            # Refuses gaps. Racing is still safe: a stream only grows, so if another
+            # writer moves it on after this check, the insert below hits the unique key.
+            current = self.stream_version(stream_id)
+            if current != expected_version:
+                raise ConcurrencyError(
+                    f"stream {stream_id!r} is at version {current}, "
+                    f"expected {expected_version}"
+                )
+        stamped = [
+            e.stamp(stream_id=stream_id, version=expected_version + i)
+            for i, e in enumerate(events, start=1)
+        ]
+        stored = [
+            StoredEvent(
+                originator_id=stream_id,
+                originator_version=e.version,
+                topic=e.type_name,
+                state=encode_event(e),
+            )
+            for e in stamped
+        ]
+        try:
+            with self._available():
+                positions = self.recorder.insert_events(stored)
+        except IntegrityError as e:
+            raise ConcurrencyError(
+                f"stream {stream_id!r} moved past version {expected_version} "
+                f"while appending: {one_line(e)}"
+            ) from e
+        positions = list(positions or [0] * len(stamped))
+        return [Recorded(p, e) for p, e in zip(positions, stamped, strict=True)]
+
+    # -- reading streams -----------------------------------------------------------
+
+    def read_stream(
+        self, stream_id: str, from_version: int = 1, to_version: int | None = None
+    ) -> list[Event]:
+        with self._available():
+            stored = self.recorder.select_events(
+                stream_id, gt=from_version - 1 if from_version > 1 else None, lte=to_version
+            )
+        return [self._decode(s) for s in stored]
+
+    def stream_version(self, stream_id: str) -> int:
+        with self._available():
+            last = self.recorder.select_events(stream_id, desc=True, limit=1)
+        return last[0].originator_version if last else 0
+
+    # -- reading the global log -------------------------------------------------------
+
+    def max_position(self) -> int:
+        with self._available():
+            return self.recorder.max_notification_id() or 0
+
+    def read_all(
+        self,
+        from_position: int = 1,
+        *,
+        to_position: int | None = None,
+        run_id: str | None = None,
+        types: Iterable[str] = (),
+        batch: int = 500,
+    ) -> Iterator[Recorded]:
+        """Events in global order from `from_position` (inclusive), optionally filtered."""
+        topics = tuple(types)
+        start = max(1, from_position)
+        while True:
+            with self._available():
+                page = self.recorder.select_notifications(
+                    start, batch, stop=to_position, topics=topics
+                )
+            for n in page:
+                if run_id is not None and envelope_of(n.state)[2] != run_id:
+                    continue
+                yield Recorded(n.id, self._decode(n))
+            if len(page) < batch:
+                return
+            start = page[-1].id + 1
+
+    def follow(
+        self,
+        from_position: int = 1,
+        *,
+        run_id: str | None = None,
+        types: Iterable[str] = (),
+        stop: threading.Event | None = None,
+        timeout: float | None = None,
+        poll_interval: float = 0.2,
+    ) -> Iterator[Recorded]:
+        """Events from `from_position` on, then new ones as they are appended.
+
+        PostgreSQL and memory stores use the recorder's subscription (LISTEN/NOTIFY on
+        PostgreSQL); SQLite has none, so it polls. Ends when `stop` is set, when
+        `timeout` seconds pass, or when the consumer stops iterating.
+        """
+        topics = tuple(types)
+        deadline = None if timeout is None else time.monotonic() + timeout
+        stop = stop or threading.Event()
+        if self.backend == "sqlite":
+            position = from_position - 1
+            while not stop.is_set():
+                with self._available():
+                    page = self.recorder.select_notifications(position + 1, 500, topics=topics)
+                for n in page:
+                    position = n.id
+                    if run_id is not None and envelope_of(n.state)[2] != run_id:
+                        continue
+                    yield Recorded(n.id, self._decode(n))
+                    if stop.is_set():
+                        return
+                if len(page) == 500:
+                    continue
+                if deadline is not None and time.monotonic() >= deadline:
+                    return
+                stop.wait(poll_interval)
+            return
+        # `done` is ours: ending this iterator must not set the caller's `stop`, which
+        # may be shared with other followers.
+        done = threading.Event()
+        with self._available():
+            subscription = self.recorder.subscribe(gt=from_position - 1, topics=topics)
+        with subscription:
+            watcher = threading.Thread(
+                target=_stop_when, args=(subscription, stop, done, deadline), daemon=True
+            )
+            watcher.start()
+            try:
+                with self._available():
+                    for n in subscription:
+                        if run_id is not None and envelope_of(n.state)[2] != run_id:
+                            continue
+                        yield Recorded(n.id, self._decode(n))
+                        if stop.is_set():
+                            return
+            finally:
+                done.set()
+
+    # -- snapshots ---------------------------------------------------------------------
+
+    def save_snapshot(self, stream_id: str, version: int, state: BaseModel) -> None:
+        kind = type(state).__name__
+        schema_version = getattr(type(state), "schema_version", 1)
+        record = StoredEvent(
+            originator_id=stream_id,
+            originator_version=version,
+            topic=kind,
+            state=packb([schema_version, state.model_dump(mode="python")]),
+        )
+        try:
+            with self._available():
+                self.snapshots.insert_events([record])
+        except IntegrityError:
+            pass  # a snapshot at this version exists already: it is the same state
+
+    def load_snapshot(self, stream_id: str, max_version: int | None = None) -> Snapshot | None:
+        with self._available():
+            found = self.snapshots.select_events(stream_id, lte=max_version, desc=True, limit=1)
+        if not found:
+            return None
+        s = found[0]
+        schema_version, data = unpackb(s.state)
+        return Snapshot(str(s.originator_id), s.originator_version, s.topic, schema_version, data)
+
+    # -- housekeeping ------------------------------------------------------------------
+
+    def close(self) -> None:
+        close = getattr(self.factory, "close", None)
+        if close is not None:
+            close()
+
+    @contextlib.contextmanager
+    def _available(self) -> Iterator[None]:
+        """Turn "the database went away" into StoreUnavailable, with one line."""
+        try:
+            yield
+        except _UNAVAILABLE as e:
+            reason = None
+            if self.backend == "postgres" and "couldn't get a connection" in str(e):
+                reason = _postgres_reason(self._env)
+            raise StoreUnavailable(
+                f"event store {redact(self.url)} unavailable: {reason or one_line(e)}"
+            ) from e
+
+    def __enter__(self) -> EventStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _decode(self, s: StoredEvent | Notification) -> Event:
+        return decode_event(s.topic, str(s.originator_id), s.originator_version, s.state)
+
+    def _enable_wal(self) -> None:
+        datastore = getattr(self.factory, "datastore", None)
+        if datastore is None or getattr(datastore, "is_sqlite_memory_mode", False):
+            return
+        with datastore.transaction(commit=True) as c:
+            c.execute("PRAGMA journal_mode=WAL")
+
+
+def _stop_when(
+    subscription: Any, stop: threading.Event, done: threading.Event, deadline: float | None
+) -> None:
+    while not (stop.is_set() or done.is_set()):
+        remaining = None if deadline is None else deadline - time.monotonic()
+        if remaining is not None and remaining <= 0:
+            break
+        done.wait(0.05 if remaining is None else min(0.05, remaining))
+    subscription.stop()
+
+
+def _sqlite_reason(path: str, e: BaseException) -> str:
+    """sqlite3 says only "unable to open database file": say which folder is the trouble."""
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isdir(folder):
+        return f"{one_line(e)} (folder {folder} does not exist)"
+    if not os.access(folder, os.W_OK):
+        return f"{one_line(e)} (folder {folder} is not writable)"
+    return one_line(e)
+
+
+def _postgres_connect(env: dict[str, str]) -> Any:
+    import psycopg
+
+    return psycopg.connect(
+        dbname=env["POSTGRES_DBNAME"],
+        host=env["POSTGRES_HOST"],
+        port=env["POSTGRES_PORT"],
+        user=env["POSTGRES_USER"],
+        password=env["POSTGRES_PASSWORD"],
+        connect_timeout=int(env.get("POSTGRES_CONNECT_TIMEOUT", "5")),
+        autocommit=True,
+    )
+
+
+@contextlib.contextmanager
+def _creating_tables(env: dict[str, str]) -> Iterator[None]:
+    """On PostgreSQL, one process at a time creates the tables of a schema.
+
+    The recorders' CREATE TYPE / CREATE TABLE IF NOT EXISTS are not safe to run
+    concurrently: two stores opened at once on a fresh schema (actors starting together
+    on a new cluster) fail with a duplicate key in pg_type. A session advisory lock on
+    its own connection serializes them; the connection also fails fast, with the
+    server's own reason, when PostgreSQL cannot be reached.
+    """
+    if env["PERSISTENCE_MODULE"] != "eventsourcing.postgres":
+        yield
+        return
+    import psycopg
+
+    try:
+        conn = _postgres_connect(env)
+    except psycopg.Error as e:
+        raise OperationalError(one_line(e)) from e
+    try:
+        key = f"chorus.create_tables:{env.get('POSTGRES_SCHEMA') or 'public'}"
+        conn.execute("SET lock_timeout = '60s'")
+        conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
+        yield
+    finally:
+        conn.close()  # releases the lock
+
+
+def _postgres_reason(env: dict[str, str]) -> str | None:
+    """Why PostgreSQL cannot be reached, in psycopg's words.
+
+    The library's connection pool only reports "couldn't get a connection after N sec";
+    one direct connection attempt says what is wrong (refused, no such database, ...).
+    """
+    try:
+        _postgres_connect(env).close()
+    except Exception as e:  # noqa: BLE001  (any reason is better than none)
+        return one_line(e)
+    return None
+
+
+def one_line(e: BaseException) -> str:
+    text = [line.strip() for line in str(e).strip().splitlines() if line.strip()]
+    return text[0].removeprefix("connection failed: ") if text else type(e).__name__
+
+
+def redact(url: str) -> str:
+    p = urlparse(url)
+    if p.password:
+        return url.replace(f":{p.password}@", ":***@")
+    return url

@@ -1,0 +1,1 @@
+"""The views: projection runner, read models, replay / fork / diff tools (issue 3)."""

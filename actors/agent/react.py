@@ -115,11 +115,13 @@ def next_effect(state: AgentState) -> CallLlm | CallTool | Stop | None:
         iteration=state.iteration + 1,
         max_iterations=state.max_iterations,
     )
+    last = state.iteration + 1 >= state.max_iterations
     request = LlmRequest(
         model=state.model,
         messages=messages,
         params=state.params,
-        response_schema=step_schema(state.tool_names),
+        # On the last iteration the grammar only allows "answer".
+        response_schema=step_schema([] if last else state.tool_names),
     )
     return CallLlm(request=request, call_index=state.llm_calls + 1)
 

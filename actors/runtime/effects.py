@@ -115,6 +115,8 @@ def tool_error_message(e: BaseException) -> str:
     cause = _cause(e)
     text = str(cause).strip().splitlines()
     detail = text[-1] if text else ""
+    if isinstance(cause, ValueError) and detail:
+        return detail  # bad input from the model: the message says what to do instead
     return f"{type(cause).__name__}: {detail}" if detail else type(cause).__name__
 
 

@@ -11,24 +11,23 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def _worker_path() -> None:
+def worker_path() -> None:
     # Ray workers import test helpers (tests.support) by name: put the repo on their path.
     parts = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
     os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def ray_local():
+    """A local Ray instance, started once and reused (a cluster test may have stopped it)."""
     import ray
 
-    _worker_path()
-    if ray.is_initialized():
-        ray.shutdown()
-    ray.init(
-        num_cpus=2,
-        include_dashboard=False,
-        logging_level=logging.WARNING,
-        namespace="chorus-tests",
-    )
-    yield ray
-    ray.shutdown()
+    worker_path()
+    if not ray.is_initialized():
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            logging_level=logging.WARNING,
+            namespace="chorus-tests",
+        )
+    return ray

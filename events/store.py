@@ -403,14 +403,17 @@ def _creating_tables(env: dict[str, str]) -> Iterator[None]:
         return
     import psycopg
 
+    conn = None
     try:
         conn = _postgres_connect(env)
-    except psycopg.Error as e:
-        raise OperationalError(one_line(e)) from e
-    try:
         key = f"chorus.create_tables:{env.get('POSTGRES_SCHEMA') or 'public'}"
         conn.execute("SET lock_timeout = '60s'")
         conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
+    except psycopg.Error as e:
+        if conn is not None:
+            conn.close()
+        raise OperationalError(one_line(e)) from e
+    try:
         yield
     finally:
         conn.close()  # releases the lock

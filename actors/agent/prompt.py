@@ -204,12 +204,14 @@ def build_messages(
     *,
     keep_last: int = 2,
     notes: str = "",
+    force_answer: bool = False,
 ) -> list[dict[str, str]]:
     """OpenAI chat messages asking for step `iteration` (1-based) of at most `max_iterations`.
 
     `tools` holds (name, signature, description). The last `keep_last` steps of `history`
     appear verbatim as assistant/user turns; older steps are condensed to one line each in
     the goal message. `notes` is extra text for the goal message (e.g. a folder listing).
+    `force_answer` closes with the last step's "answer now" instruction whatever the step.
     """
     keep_last = max(0, keep_last)
     split = max(0, len(history) - keep_last)
@@ -229,7 +231,8 @@ def build_messages(
         turns.append(("user", f"Observation:\n{step.observation.strip() or '(nothing)'}"))
 
     last_role, last_text = turns[-1]
-    turns[-1] = (last_role, f"{last_text}\n\n{iteration_note(iteration, max_iterations)}")
+    note = iteration_note(max_iterations if force_answer else iteration, max_iterations)
+    turns[-1] = (last_role, f"{last_text}\n\n{note}")
 
     messages = [{"role": "system", "content": system_prompt(tools)}]
     for role, text in turns:

@@ -27,6 +27,7 @@ from events.errors import ErrorInfo
 from events.runs import Budget, BudgetExceeded
 
 AgentStatus = Literal["new", "running", "completed", "failed"]
+STUCK_AFTER = 2  # rejected steps in a row before the agent must answer
 
 
 class PendingStep(BaseModel):
@@ -50,6 +51,7 @@ class AgentState(State):
     history: list[HistoryItem] = []
     pending: PendingStep | None = None
     iteration: int = 0
+    rejected_in_a_row: int = 0
     llm_calls: int = 0
     tokens: int = 0
     tool_calls: int = 0
@@ -108,14 +110,17 @@ def next_effect(state: AgentState) -> CallLlm | CallTool | Stop | None:
             )
         )
     tools = [(t.name, t.signature, t.description) for t in state.tools]
+    # A model that keeps proposing steps we will not run (repeats, unparseable replies) is
+    # stuck: make it answer with what it has, rather than spend the remaining iterations.
+    last = state.iteration + 1 >= state.max_iterations or state.rejected_in_a_row >= STUCK_AFTER
     messages = build_messages(
         state.goal,
         tools,
         state.history,
         iteration=state.iteration + 1,
         max_iterations=state.max_iterations,
+        force_answer=last,
     )
-    last = state.iteration + 1 >= state.max_iterations
     request = LlmRequest(
         model=state.model,
         messages=messages,
@@ -251,6 +256,7 @@ class ReactAgent(Behaviour[AgentState]):
         elif isinstance(event, StepDecided):
             up.update(
                 iteration=event.iteration,
+                rejected_in_a_row=0,
                 pending=PendingStep(
                     iteration=event.iteration, thought=event.thought, action=event.action, args=event.args
                 ),
@@ -259,7 +265,11 @@ class ReactAgent(Behaviour[AgentState]):
             item = HistoryItem(
                 thought=event.thought, action=event.action, args=event.args, observation=event.observation
             )
-            up.update(iteration=event.iteration, history=[*state.history, item])
+            up.update(
+                iteration=event.iteration,
+                rejected_in_a_row=state.rejected_in_a_row + 1,
+                history=[*state.history, item],
+            )
         elif isinstance(event, ToolCalled):
             up["tool_calls"] = state.tool_calls + 1
         elif isinstance(event, ToolReturned) and state.pending is not None:

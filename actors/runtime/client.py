@@ -34,6 +34,9 @@ from events.runs import Budget
 from events.store import EventStore, Recorded, backend_of
 
 DEFAULT_TOOLS = ("search_files", "read_file")
+# Greedy decoding: small models follow the JSON format best without sampling noise, and
+# runs are easier to compare. A step is short; max_tokens stops a runaway reply.
+DEFAULT_LLM_PARAMS = {"temperature": 0.0, "max_tokens": 512}
 
 
 class UnknownRun(LookupError):
@@ -185,7 +188,10 @@ class Client:
 
                 self._server = LocalLlamaServer(self.settings)
                 self._server.start()
-            return self.settings.model_copy(update={"llm_base_url": self._server.base_url})
+            update: dict[str, Any] = {"llm_base_url": self._server.base_url}
+            if self.settings.llm_structured == "auto":
+                update["llm_structured"] = "json_object"  # llama.cpp refuses json_schema
+            return self.settings.model_copy(update=update)
         check_endpoint(self.settings.llm_base_url or "", self.settings.llm_api_key)
         return self.settings
 
@@ -200,7 +206,7 @@ class Client:
         tools: Sequence[str] = DEFAULT_TOOLS,
         max_iterations: int = 10,
         budget: Budget | None = None,
-        params: dict[str, Any] | None = None,
+        llm_params: dict[str, Any] | None = None,
         run_id: str | None = None,
     ) -> RunHandle:
         """Start a run for `goal`; returns at once with a handle to it."""
@@ -217,7 +223,7 @@ class Client:
 
         run_id = run_id or uuid.uuid4().hex[:12]
         budget = budget or Budget()
-        params = dict(params or {})
+        params = dict(DEFAULT_LLM_PARAMS if llm_params is None else llm_params)
         lifecycle = ActorShell(RunLifecycle(), run_stream(run_id), self.store, run_id=run_id).load()
         if lifecycle.state.status != "new":
             raise ValueError(f"run {run_id} exists already")
@@ -226,7 +232,12 @@ class Client:
                 key="submit",
                 goal=goal,
                 agent=agent,
-                params={"root": str(root_path), "tools": list(tools), "max_iterations": max_iterations, **params},
+                params={
+                    "root": str(root_path),
+                    "tools": list(tools),
+                    "max_iterations": max_iterations,
+                    "llm_params": params,
+                },
                 budget=budget,
             )
         )

@@ -36,7 +36,7 @@ class ToolInputError(ValueError):
 
 MAX_FILE_BYTES = 1_000_000  # bigger files are skipped by search (generated data, logs, dumps)
 MAX_FILES_SCANNED = 20_000
-READ_WINDOW = 80  # lines shown when no end_line is given
+READ_WINDOW = 50  # lines shown when no end_line is given (small models: keep prompts short)
 READ_MAX_LINES = 120  # hard cap on one read
 LINE_CHARS = 200  # longer lines are cut, in reads
 HIT_CHARS = 120  # and in search hits

@@ -286,8 +286,8 @@ def test_is_repeat_sees_a_read_of_lines_already_shown() -> None:
         item("read_file", {"path": "sqlite.py", "start_line": 81}, read_obs("sqlite.py", 81, 160, 816)),
     ]
     assert is_repeat(history, "read_file", {"path": "sqlite.py", "start_line": 1, "end_line": 120})
-    assert is_repeat(history, "read_file", {"path": "sqlite.py", "start_line": 40})  # 40-119
-    assert not is_repeat(history, "read_file", {"path": "sqlite.py", "start_line": 100})  # 100-179
+    assert is_repeat(history, "read_file", {"path": "sqlite.py", "start_line": 40})  # 40-89
+    assert not is_repeat(history, "read_file", {"path": "sqlite.py", "start_line": 140})  # 140-189
     assert not is_repeat(history, "read_file", {"path": "postgres.py", "start_line": 1})
 
 

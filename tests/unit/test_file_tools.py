@@ -192,9 +192,9 @@ def test_read_numbers_lines_exactly(tree: Path) -> None:
 
 def test_read_default_window_and_continuation_note(tree: Path) -> None:
     lines = read(tree, "long.txt").splitlines()
-    assert lines[0] == "long.txt, lines 1-80 of 300:"
-    assert lines[1] == " 1: line 1" and lines[80] == "80: line 80"
-    assert lines[-1] == "(showing lines 1-80 of 300; to continue read start_line=81)"
+    assert lines[0] == "long.txt, lines 1-50 of 300:"
+    assert lines[1] == " 1: line 1" and lines[50] == "50: line 50"
+    assert lines[-1] == "(showing lines 1-50 of 300; to continue read start_line=51)"
 
 
 def test_read_is_capped(tree: Path) -> None:
@@ -217,13 +217,13 @@ def test_read_past_the_end_says_how_long_the_file_is(tree: Path) -> None:
 def test_read_tolerates_sloppy_line_arguments(tree: Path) -> None:
     assert read(tree, "long.txt", "5", "6").splitlines()[0] == "long.txt, lines 5-6 of 300:"
     assert read(tree, "long.txt", 0, 3).splitlines()[0] == "long.txt, lines 1-3 of 300:"
-    assert read(tree, "long.txt", 50, 10).splitlines()[0] == "long.txt, lines 50-129 of 300:"
+    assert read(tree, "long.txt", 50, 10).splitlines()[0] == "long.txt, lines 50-99 of 300:"
     with pytest.raises(ToolInputError, match="start_line must be a whole number"):
         read(tree, "long.txt", "top")
 
 
 def test_read_a_path_copied_from_a_search_hit(tree: Path) -> None:
-    assert read(tree, "long.txt:120: line 120").splitlines()[0] == "long.txt, lines 115-194 of 300:"
+    assert read(tree, "long.txt:120: line 120").splitlines()[0] == "long.txt, lines 115-164 of 300:"
     assert read(tree, "root/pkg/store.py").startswith("pkg/store.py, lines 1-8 of 8:")  # root's own name
 
 
@@ -325,7 +325,7 @@ def test_tools_accept_the_names_small_models_use(tree: Path) -> None:
     assert search_tool.execute(keyword="recorder") == search(tree, "recorder")
     assert search_tool.execute(query=["sqlite", "recorder"]) == search(tree, "sqlite recorder")
     assert read_tool.execute(file="long.txt", start=3, end=4) == read(tree, "long.txt", 3, 4)
-    assert read_tool.execute(path="long.txt", line=7).startswith("long.txt, lines 7-86 of 300:")
+    assert read_tool.execute(path="long.txt", line=7).startswith("long.txt, lines 7-56 of 300:")
     with pytest.raises(ToolInputError, match="needs a path"):
         read_tool.execute(start_line=3)
     with pytest.raises(ToolInputError, match="needs a query"):

@@ -70,6 +70,11 @@ def test_repeated_action_is_not_run_again(tmp_path):
     assert "already" in rejected[0].observation.lower()
     assert types(events).count("ToolCalled") == 1
     assert state.status == "completed"
+    # two rejected steps in a row: the next request may only answer
+    requests = [e for e in events if e.type_name == "LlmRequested"]
+    assert requests[2].response_schema["properties"]["action"]["enum"] != ["answer"]
+    assert requests[3].response_schema["properties"]["action"]["enum"] == ["answer"]
+    assert "LAST step" in requests[3].messages[-1]["content"]
 
 
 def test_unparseable_reply_becomes_an_observation(tmp_path):

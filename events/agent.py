@@ -18,6 +18,7 @@ class ToolSpec(BaseModel):
     name: str
     signature: str
     description: str
+    topic: str = ""  # "module:Class" of the implementation, so any process can import it
 
 
 @event_type("AgentStarted")

@@ -115,6 +115,9 @@ class EventStore:
         self.backend = backend_of(url)
         env = self._env = _env_for(url)
         self.factory: Any = None
+        # The highest version seen per stream. Streams only grow, so a stream known to hold
+        # `expected_version` events cannot leave a gap: append may skip its version read.
+        self._known: dict[str, int] = {}
         try:
             with _creating_tables(env):
                 self.factory = InfrastructureFactory.construct(env=env)
@@ -152,7 +155,7 @@ class EventStore:
             raise ValueError(f"expected_version must be >= 0, not {expected_version}")
         if not events:
             return []
-        if expected_version > 0:
+        if expected_version > self._known.get(stream_id, 0):
             # Refuses gaps. Racing is still safe: a stream only grows, so if another
             # writer moves it on after this check, the insert below hits the unique key.
             current = self.stream_version(stream_id)
@@ -183,6 +186,7 @@ class EventStore:
                 f"while appending: {one_line(e)}"
             ) from e
         positions = list(positions or [0] * len(stamped))
+        self._saw(stream_id, stamped[-1].version)
         return [Recorded(p, e) for p, e in zip(positions, stamped, strict=True)]
 
     # -- reading streams -----------------------------------------------------------
@@ -194,12 +198,20 @@ class EventStore:
             stored = self.recorder.select_events(
                 stream_id, gt=from_version - 1 if from_version > 1 else None, lte=to_version
             )
+        if stored:
+            self._saw(stream_id, stored[-1].originator_version)
         return [self._decode(s) for s in stored]
 
     def stream_version(self, stream_id: str) -> int:
         with self._available():
             last = self.recorder.select_events(stream_id, desc=True, limit=1)
-        return last[0].originator_version if last else 0
+        version = last[0].originator_version if last else 0
+        self._saw(stream_id, version)
+        return version
+
+    def _saw(self, stream_id: str, version: int) -> None:
+        if version > self._known.get(stream_id, 0):
+            self._known[stream_id] = version
 
     # -- reading the global log -------------------------------------------------------
 

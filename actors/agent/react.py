@@ -52,6 +52,8 @@ class AgentState(State):
     pending: PendingStep | None = None
     iteration: int = 0
     rejected_in_a_row: int = 0
+    last_thought: str = ""
+    same_thought_in_a_row: int = 0  # the model restating itself: it has what it needs
     llm_calls: int = 0
     tokens: int = 0
     tool_calls: int = 0
@@ -112,7 +114,12 @@ def next_effect(state: AgentState) -> CallLlm | CallTool | Stop | None:
     tools = [(t.name, t.signature, t.description) for t in state.tools]
     # A model that keeps proposing steps we will not run (repeats, unparseable replies) is
     # stuck: make it answer with what it has, rather than spend the remaining iterations.
-    last = state.iteration + 1 >= state.max_iterations or state.rejected_in_a_row >= STUCK_AFTER
+    # The same thought twice in a row means the model is going round: answer now too.
+    last = (
+        state.iteration + 1 >= state.max_iterations
+        or state.rejected_in_a_row >= STUCK_AFTER
+        or state.same_thought_in_a_row >= 1
+    )
     messages = build_messages(
         state.goal,
         tools,
@@ -237,6 +244,13 @@ class ReactAgent(Behaviour[AgentState]):
 
     def evolve(self, state: AgentState, event: Event) -> AgentState:
         up: dict[str, Any] = {"last_at": event.timestamp}
+        if isinstance(event, (StepDecided, StepRejected)) and event.thought.strip():
+            thought = " ".join(event.thought.lower().split())
+            same = thought == state.last_thought
+            up.update(
+                last_thought=thought,
+                same_thought_in_a_row=state.same_thought_in_a_row + 1 if same else 0,
+            )
         if isinstance(event, AgentStarted):
             up.update(
                 status="running",

@@ -46,22 +46,25 @@ class AgentActor:
 
     def serve(self, start: Any) -> dict[str, Any]:
         """Run the agent to the end and close the run; returns a summary."""
-        self.shell.handle(start)
-        self.run.handle(Start(key="start", lead_stream=self.shell.stream_id))
+        self.shell.handle(start, causation_id=self.run.last_event_id)  # caused by RunSubmitted
+        self.run.handle(
+            Start(key="start", lead_stream=self.shell.stream_id), causation_id=self.shell.last_event_id
+        )
         state = self.shell.state
         try:
             invoke = ray_invoker(self._tool_handles(state), timeout_s=self.settings.llm_timeout_s)
             state = drive(self.shell, LiveEffects(self.gateway, invoke))
         except Exception as e:
             error = ErrorInfo(type="runtime_error", reason=type(e).__name__, message=str(e)[:500])
-            self.run.handle(Fail(key="finish", error=error))
+            self.run.handle(Fail(key="finish", error=error), causation_id=self.shell.last_event_id)
             raise
         if state.status == "completed":
             self.run.handle(
-                Complete(key="finish", result=state.answer, llm_calls=state.llm_calls, tokens=state.tokens)
+                Complete(key="finish", result=state.answer, llm_calls=state.llm_calls, tokens=state.tokens),
+                causation_id=self.shell.last_event_id,
             )
         else:
-            self.run.handle(Fail(key="finish", error=state.error))
+            self.run.handle(Fail(key="finish", error=state.error), causation_id=self.shell.last_event_id)
         return {
             "run_id": self.run_id,
             "status": state.status,
@@ -78,5 +81,5 @@ class AgentActor:
     def _tool_handles(self, state: Any) -> dict[str, Any]:
         for spec in getattr(state, "tools", []):
             if spec.name not in self._tools:
-                self._tools[spec.name] = Registry.get_tool(spec.name, root=state.root)
+                self._tools[spec.name] = Registry.get_tool(spec.name, spec.topic, root=state.root)
         return self._tools

@@ -315,4 +315,6 @@ class Client:
 
 def _tool_spec(name: str) -> ToolSpec:
     cls = Registry.tool_class(name)
-    return ToolSpec(name=name, signature=cls.signature(), description=cls.description)
+    return ToolSpec(
+        name=name, signature=cls.signature(), description=cls.description, topic=Registry.topic_of(name)
+    )

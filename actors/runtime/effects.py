@@ -199,14 +199,17 @@ def drive(
         effect = behaviour.next_effect(shell.state)  # type: ignore[attr-defined]
         if effect is None:
             return shell.state
+        cause = shell.last_event_id  # each step follows from the decision before it
         if isinstance(effect, Stop):
-            appended = shell.handle(StopAgent(key="stop", error=effect.error))
+            appended = shell.handle(StopAgent(key="stop", error=effect.error), causation_id=cause)
         elif isinstance(effect, CallLlm):
             recorded = effects.llm(effect.request, effect.call_index)
-            appended = shell.handle(LlmReturned(key=f"llm:{effect.call_index}", events=recorded))
+            command = LlmReturned(key=f"llm:{effect.call_index}", events=recorded)
+            appended = shell.handle(command, causation_id=cause)
         elif isinstance(effect, CallTool):
             recorded = effects.tool(effect.tool, effect.args, effect.call_index)
-            appended = shell.handle(ToolFinished(key=f"tool:{effect.call_index}", events=recorded))
+            command = ToolFinished(key=f"tool:{effect.call_index}", events=recorded)
+            appended = shell.handle(command, causation_id=cause)
         else:
             raise TypeError(f"unknown effect {effect!r}")
         if on_events is not None:

@@ -94,16 +94,27 @@ class Registry:
     # -- lookup ----------------------------------------------------------------------
 
     @classmethod
-    def tool_class(cls, name: str) -> type:
+    def tool_class(cls, name: str, topic: str = "") -> type:
+        """The class registered as `name`; `topic` ("module:Class") is imported first if the
+        name is not known in this process (a Ray worker has not imported the user's module)."""
         _load_builtins()
+        if name not in cls._tools and topic:
+            import importlib
+
+            importlib.import_module(topic.split(":", 1)[0])
         return _lookup(cls._tools, "tool", name)
 
     @classmethod
-    def get_tool(cls, name: str, **config: Any) -> Any:
+    def topic_of(cls, name: str) -> str:
+        tool_cls = cls.tool_class(name)
+        return f"{tool_cls.__module__}:{tool_cls.__qualname__}"
+
+    @classmethod
+    def get_tool(cls, name: str, topic: str = "", **config: Any) -> Any:
         """A new Ray actor running the tool (Ray must be initialised)."""
         import ray
 
-        tool_cls = cls.tool_class(name)
+        tool_cls = cls.tool_class(name, topic)
         return ray.remote(max_restarts=3, max_task_retries=3)(tool_cls).remote(**config)
 
     @classmethod

@@ -20,14 +20,20 @@ from events.store import ConcurrencyError, EventStore
 S = TypeVar("S", bound=State)
 
 MAX_REMEMBERED_KEYS = 10_000
+# Keys a snapshot carries. A retried command is the one in flight at a crash, so recent
+# keys are what matter; thousands would make snapshots slower to load than the events.
+SNAPSHOT_KEYS = 1_000
 
 
 class ShellSnapshot(BaseModel):
-    """What a snapshot holds: the state and the idempotency keys applied so far."""
+    """What a snapshot holds: the state and the most recent idempotency keys, as parallel
+    arrays (cheaper to decode than a map)."""
 
     schema_version: int = 1
     state: dict[str, Any]
-    keys: dict[str, list[int]]  # key -> [first_version, last_version]
+    keys: list[str]
+    first: list[int]  # version of each key's first event
+    last: list[int]  # version of each key's last event
 
 
 class ActorShell(Generic[S]):
@@ -49,6 +55,7 @@ class ActorShell(Generic[S]):
         self.version = 0
         self.keys: OrderedDict[str, list[int]] = OrderedDict()
         self.replayed_on_load = 0  # how many tail events the last load folded
+        self.last_event_id: str | None = None  # what the next decision follows from
 
     # -- loading ---------------------------------------------------------------------
 
@@ -62,7 +69,9 @@ class ActorShell(Generic[S]):
             if body.schema_version == state_type.schema_version:
                 self.state = state_type.model_validate(body.state)
                 self.version = snap.version
-                self.keys = OrderedDict((k, v) for k, v in body.keys.items())
+                self.keys = OrderedDict(
+                    (k, [a, b]) for k, a, b in zip(body.keys, body.first, body.last, strict=True)
+                )
         tail = self.store.read_stream(self.stream_id, from_version=self.version + 1)
         self._apply(tail)
         self.replayed_on_load = len(tail)
@@ -120,10 +129,13 @@ class ActorShell(Generic[S]):
         return appended
 
     def snapshot(self) -> None:
+        recent = list(self.keys.items())[-SNAPSHOT_KEYS:]
         body = ShellSnapshot(
             schema_version=type(self.state).schema_version,
             state=self.state.model_dump(mode="python"),
-            keys=dict(self.keys),
+            keys=[k for k, _ in recent],
+            first=[span[0] for _, span in recent],
+            last=[span[1] for _, span in recent],
         )
         self.store.save_snapshot(self.stream_id, self.version, body)
 
@@ -133,6 +145,7 @@ class ActorShell(Generic[S]):
         for e in events:
             self.state = self.behaviour.evolve(self.state, e)
             self.version = e.version
+            self.last_event_id = str(e.event_id)
             if e.command_id is not None:
                 span = self.keys.get(e.command_id)
                 self._remember(e.command_id, span[0] if span else e.version, e.version)

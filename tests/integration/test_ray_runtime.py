@@ -100,3 +100,14 @@ def test_rehydrating_from_snapshot_matches_the_log(client, tmp_path):
         from_log = rebuild(ReactAgent(), c.store.read_stream(stream))
     assert again.replayed_on_load == 0
     assert again.state == from_log
+
+
+def test_a_third_party_tool_needs_only_the_decorator(client, tmp_path):
+    from tests.support import word_tool
+
+    with client(word_tool.counts_words) as c:
+        run = c.submit("How many words?", root=tmp_path, tools=["word_count"])
+        result = run.wait(timeout=60)
+        returned = [r.event for r in c.events(run.run_id) if r.event.type_name == "ToolReturned"]
+    assert result.ok and "3 words" in result.answer
+    assert [(e.tool, e.output) for e in returned] == [("word_count", "3 words")]

@@ -46,7 +46,7 @@ def repeater(request: LlmRequest) -> str:
     """Searches for the same thing until told off twice, then answers."""
     n = step_of(request)
     if n <= 3:
-        return _step("Search.", "search_files", query="marker")
+        return _step(f"Search, try {n}.", "search_files", query="marker")
     return _step("Answer.", "answer", answer="ALPHA-7")
 
 

@@ -57,6 +57,10 @@ def test_search_read_answer(tmp_path):
     search_result = events[5].output
     assert "notes.txt:2:" in search_result and "ALPHA-7" in search_result
     assert all(e.run_id == "t" for e in events)
+    # each command's events name the event the decision followed from
+    for before, after in zip(events, events[1:]):
+        if after.command_id != before.command_id:
+            assert after.causation_id == str(before.event_id)
     assert state == rebuild(ReactAgent(), events)
     # the second request shows the model what the first tool returned
     second = [e for e in events if e.type_name == "LlmRequested"][1]
@@ -173,3 +177,17 @@ def _start_fields(started):
         "max_iterations": started.max_iterations, "model": started.model,
         "params": started.params, "budget": started.budget,
     }  # fmt: skip
+
+
+def test_the_same_thought_twice_makes_the_agent_answer(tmp_path):
+    def restates(request):
+        n = fake_llm.step_of(request)
+        if n <= 5:
+            return fake_llm._step("Reading the notes.", "read_file", path="notes.txt", start_line=n, end_line=n)
+        return fake_llm._step("Answer.", "answer", answer="ALPHA-7")
+
+    state, events, _, _ = run_agent(tmp_path, restates)
+    requests = [e for e in events if e.type_name == "LlmRequested"]
+    enums = [r.response_schema["properties"]["action"]["enum"] for r in requests]
+    assert enums[1] != ["answer"] and enums[2] == ["answer"]
+    assert state.status == "completed"

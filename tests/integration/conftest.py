@@ -3,18 +3,10 @@
 from __future__ import annotations
 
 import logging
-import os
-from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def worker_path() -> None:
-    # Ray workers import test helpers (tests.support) by name: put the repo on their path.
-    parts = [str(ROOT), *filter(None, os.environ.get("PYTHONPATH", "").split(os.pathsep))]
-    os.environ["PYTHONPATH"] = os.pathsep.join(dict.fromkeys(parts))
+from tests.support.ray_env import worker_path
 
 
 @pytest.fixture

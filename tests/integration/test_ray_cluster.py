@@ -15,7 +15,7 @@ import pytest
 from actors import Client
 from actors.runtime.llm.providers import ScriptedProvider
 from actors.runtime.settings import ConfigError, Settings
-from tests.integration.conftest import worker_path
+from tests.support.ray_env import worker_path
 from tests.support import fake_llm
 
 pytestmark = pytest.mark.ray

@@ -64,3 +64,14 @@ class AnswerGiven(Event):
 @event_type("AgentFailed")
 class AgentFailed(Event):
     error: ErrorInfo
+
+
+@event_type("AgentForked")
+class AgentForked(Event):
+    """This stream's earlier events were copied from another run; from here on it runs live,
+    optionally with another model or parameters."""
+
+    origin_run: str
+    origin_position: int
+    model: str | None = None
+    params: dict[str, Any] | None = None

@@ -192,7 +192,13 @@ def iteration_note(iteration: int, max_iterations: int) -> str:
             f"Step {iteration} of {max_iterations}: only one step is left after this one. "
             "Answer now if you can."
         )
-    return f"Step {iteration} of {max_iterations}. Reply with the next step as one JSON object."
+    if iteration == 1:
+        return f"Step 1 of {max_iterations}. Reply with the next step as one JSON object."
+    return (
+        f"Step {iteration} of {max_iterations}. Does an observation above already show the "
+        "answer to the goal (a file name, a class, a function, a line)? Then reply with "
+        'action "answer" now. Otherwise reply with the next step as one JSON object.'
+    )
 
 
 def build_messages(

@@ -20,7 +20,15 @@ from actors.runtime.behaviour import Behaviour, Command
 from actors.runtime.effects import CallLlm, CallTool, LlmReturned, Stop, StopAgent, ToolFinished
 from actors.runtime.registry import Registry
 from actors.runtime.llm.types import LlmRequest
-from events.agent import AgentFailed, AgentStarted, AnswerGiven, StepDecided, StepRejected, ToolSpec
+from events.agent import (
+    AgentFailed,
+    AgentForked,
+    AgentStarted,
+    AnswerGiven,
+    StepDecided,
+    StepRejected,
+    ToolSpec,
+)
 from events.base import Event, State
 from events.effects import LlmCompleted, LlmFailed, LlmRequested, ToolCalled, ToolReturned
 from events.errors import ErrorInfo
@@ -148,6 +156,10 @@ class ReactAgent(Behaviour[AgentState]):
 
     def next_effect(self, state: AgentState) -> CallLlm | CallTool | Stop | None:
         return next_effect(state)
+
+    def start_command(self, started: AgentStarted, key: str = "start") -> StartAgent:
+        """The command that produced `started` (replay re-issues it)."""
+        return StartAgent(key=key, **started.payload())
 
     def decide(self, state: AgentState, command: Command) -> list[Event]:
         if isinstance(command, StartAgent):
@@ -299,5 +311,10 @@ class ReactAgent(Behaviour[AgentState]):
             up.update(status="completed", iteration=event.iteration, answer=event.answer)
         elif isinstance(event, AgentFailed):
             up.update(status="failed", error=event.error)
+        elif isinstance(event, AgentForked):
+            if event.model is not None:
+                up["model"] = event.model
+            if event.params is not None:
+                up["params"] = event.params
         return state.model_copy(update=up)
 

@@ -16,6 +16,7 @@ import json
 import sys
 from collections.abc import Sequence
 from datetime import datetime
+from pathlib import Path
 from typing import Any
 
 from actors.runtime.progress import describe
@@ -68,8 +69,46 @@ def _parser() -> argparse.ArgumentParser:
     ev.add_argument("--json", action="store_true", help="JSON lines")
     ev.set_defaults(func=cmd_events)
 
+    log = sub.add_parser("log", help="a readable timeline of a run across its actors")
+    log.add_argument("run_id")
+    log.set_defaults(func=cmd_log)
+
+    state = sub.add_parser("state", help="an actor's state at its latest or a chosen version")
+    state.add_argument("stream_id", help="e.g. agent:RUN_ID or run:RUN_ID")
+    state.add_argument("--at", type=int, metavar="VERSION")
+    state.set_defaults(func=cmd_state)
+
+    replay = sub.add_parser("replay", help="re-execute a run from its log; no model, no tools")
+    replay.add_argument("run_id", nargs="?")
+    replay.add_argument("--fixture", type=Path, help="replay a recorded run file instead")
+    replay.set_defaults(func=cmd_replay)
+
+    fork = sub.add_parser("fork", help="a new run from a run's state at a position, continued live")
+    fork.add_argument("run_id")
+    fork.add_argument("--at", type=int, required=True, metavar="POSITION")
+    fork.add_argument("--model", help="continue with another model")
+    fork.add_argument("--temperature", type=float, help="continue with another temperature")
+    fork.add_argument("--quiet", "-q", action="store_true")
+    fork.set_defaults(func=cmd_fork)
+
+    diff = sub.add_parser("diff", help="where two runs (e.g. a run and its fork) first differ")
+    diff.add_argument("run_a")
+    diff.add_argument("run_b")
+    diff.set_defaults(func=cmd_diff)
+
+    export = sub.add_parser("export", help="write a run's events as JSON lines (a replay fixture)")
+    export.add_argument("run_id")
+    export.add_argument("--out", type=Path, required=True)
+    export.set_defaults(func=cmd_export)
+
     model = sub.add_parser("model", help="assemble and verify the local model; print its path")
     model.set_defaults(func=cmd_model)
+    try:
+        from projections.cli import add_parsers
+    except ImportError:
+        pass
+    else:
+        add_parsers(sub)
     return p
 
 
@@ -86,12 +125,17 @@ def cmd_run(args: argparse.Namespace) -> int:
     with Client() as client:
         handle = client.submit(args.goal, root=args.root, max_iterations=args.max_iterations, budget=budget)
         print(f"run {handle.run_id}", flush=True)
-        for rec in handle.events():
-            if not args.quiet:
-                line = describe(rec.event)
-                if line:
-                    print(line, file=sys.stderr, flush=True)
-        result = handle.wait()
+        return _follow(handle, args.quiet)
+
+
+def _follow(handle: Any, quiet: bool) -> int:
+    """Show a run's steps as they happen, then its answer (0) or its error (1)."""
+    for rec in handle.events():
+        if not quiet:
+            line = describe(rec.event)
+            if line:
+                print(line, file=sys.stderr, flush=True)
+    result = handle.wait()
     if result.ok:
         from actors.agent.policy import unwrap_answer
 
@@ -135,6 +179,88 @@ def cmd_events(args: argparse.Namespace) -> int:
     return 0
 
 
+def _store() -> Any:
+    from actors.runtime.settings import Settings
+    from events.store import EventStore
+
+    return EventStore(Settings.from_env().store_url)
+
+
+def cmd_log(args: argparse.Namespace) -> int:
+    from projections.debug import timeline
+
+    with _store() as store:
+        for line in timeline(store, args.run_id, color=sys.stdout.isatty()):
+            print(line)
+    return 0
+
+
+def cmd_state(args: argparse.Namespace) -> int:
+    from projections.debug import state_at
+
+    with _store() as store:
+        version, state = state_at(store, args.stream_id, args.at)
+    print(json.dumps({"stream": args.stream_id, "version": version, "state": state.model_dump(mode="json")}, indent=2))
+    return 0
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    from projections.fixtures import load_fixture
+    from projections.replay import replay_run
+
+    if args.fixture:
+        store, run_id = load_fixture(args.fixture)
+    elif args.run_id:
+        store, run_id = _store(), args.run_id
+    else:
+        raise UserError("give a RUN_ID or --fixture FILE")
+    with store:
+        report = replay_run(store, run_id)
+    if report.ok:
+        print(
+            f"replay of run {run_id}: identical — {report.events} events in {len(report.streams)} "
+            f"agent stream(s), {report.llm_calls} LLM calls and {report.tool_calls} tool calls served "
+            f"from the log, 0 live calls; {report.replay_s:.3f}s against {report.original_s:.1f}s "
+            f"originally ({report.speedup:,.0f}x faster)"
+        )
+        return 0
+    print(f"replay of run {run_id} DIVERGED", file=sys.stderr)
+    print(report.divergence.describe(), file=sys.stderr)
+    return 1
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    from actors.runtime.client import Client
+
+    params = None
+    if args.temperature is not None:
+        from actors.runtime.client import DEFAULT_LLM_PARAMS
+
+        params = {**DEFAULT_LLM_PARAMS, "temperature": args.temperature}
+    with Client() as client:
+        handle = client.fork(args.run_id, args.at, model=args.model, llm_params=params)
+        print(f"run {handle.run_id} (forked from {args.run_id} at position {args.at})", flush=True)
+        return _follow(handle, args.quiet)
+
+
+def cmd_diff(args: argparse.Namespace) -> int:
+    from projections.debug import diff_runs
+
+    with _store() as store:
+        for line in diff_runs(store, args.run_a, args.run_b).lines():
+            print(line)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from projections.fixtures import export_run
+
+    with _store() as store:
+        n = export_run(store, args.run_id, args.out)
+    print(f"wrote {n} events of run {args.run_id} to {args.out}")
+    return 0
+
+
 def cmd_model(args: argparse.Namespace) -> int:
     from actors.runtime.llm.local_model import ensure_model
     from actors.runtime.settings import Settings
@@ -170,8 +296,10 @@ def _json_default(o: Any) -> Any:
 
 
 def _is_user_error(e: BaseException) -> bool:
-    from actors.runtime.client import UnknownRun
     from actors.runtime.llm.types import LlmError
+    from actors.runtime.run import UnknownRun
+    from projections.debug import UnknownStream
+    from projections.fixtures import FixtureError
     from actors.runtime.registry import RegistryError
     from actors.runtime.settings import ConfigError
     from events.store import StoreUnavailable
@@ -186,6 +314,8 @@ def _is_user_error(e: BaseException) -> bool:
         FileNotFoundError,
         TimeoutError,
         LlmError,
+        UnknownStream,
+        FixtureError,
     )
     from actors.runtime.client import LlmUnavailable
 

@@ -25,10 +25,10 @@ from typing import Any
 from actors.agent.react import StartAgent
 from actors.runtime.agent_actor import AgentActor, agent_stream
 from actors.runtime.registry import Registry
-from actors.runtime.run import TERMINAL_TYPES, RunLifecycle, RunState, Submit, run_stream
+from actors.runtime.run import TERMINAL_TYPES, RunLifecycle, RunState, Submit, UnknownRun, run_stream
 from actors.runtime.settings import ConfigError, Settings
 from actors.runtime.shell import ActorShell
-from events.agent import ToolSpec
+from events.agent import AgentForked, ToolSpec
 from events.errors import ErrorInfo
 from events.runs import Budget
 from events.store import EventStore, Recorded, backend_of
@@ -37,10 +37,6 @@ DEFAULT_TOOLS = ("search_files", "read_file")
 # Greedy decoding: small models follow the JSON format best without sampling noise, and
 # runs are easier to compare. A step is short; max_tokens stops a runaway reply.
 DEFAULT_LLM_PARAMS = {"temperature": 0.0, "max_tokens": 512}
-
-
-class UnknownRun(LookupError):
-    pass
 
 
 class LlmUnavailable(Exception):
@@ -241,16 +237,6 @@ class Client:
                 budget=budget,
             )
         )
-        actor = (
-            ray.remote(AgentActor)
-            .options(
-                name=agent_stream(run_id),
-                max_restarts=3,
-                max_task_retries=3,
-                num_cpus=0,
-            )
-            .remote(settings, run_id, agent, self.llm)
-        )
         start = StartAgent(
             key="start",
             goal=goal,
@@ -261,8 +247,83 @@ class Client:
             params=params,
             budget=budget,
         )
-        ref = actor.serve.remote(start)
-        return RunHandle(self, run_id, ref, actor)
+        return self._spawn(run_id, agent, settings, start)
+
+    def _spawn(self, run_id: str, agent: str, settings: Settings, start: Any) -> RunHandle:
+        """The run's lead agent as a Ray actor that Ray restarts and retries after a crash."""
+        import ray
+
+        actor = (
+            ray.remote(AgentActor)
+            .options(name=agent_stream(run_id), max_restarts=3, max_task_retries=3, num_cpus=0)
+            .remote(settings, run_id, agent, self.llm)
+        )
+        return RunHandle(self, run_id, actor.serve.remote(start), actor)
+
+    def fork(
+        self,
+        run_id: str,
+        at: int,
+        *,
+        model: str | None = None,
+        llm_params: dict[str, Any] | None = None,
+    ) -> RunHandle:
+        """A new run that starts from `run_id`'s lead agent as it was at global position `at`
+        and continues live (optionally with another model or parameters). The original run is
+        untouched; the new one records where it came from."""
+        from projections.replay import agent_streams, run_records
+
+        records = run_records(self.store, run_id)
+        position = {rec.event.event_id: rec.position for rec in records}
+        agents = agent_streams(records)
+        if not agents:
+            raise ValueError(f"run {run_id} has no agent to fork")
+        lead = next(iter(agents.values()))
+        first, last = position[lead[0].event_id], position[lead[-1].event_id]
+        if at < first or at > records[-1].position:
+            raise ValueError(f"position {at} is outside run {run_id} (its agent spans {first}..{last})")
+        prefix = [e for e in lead if position[e.event_id] <= at]
+        # Keep whole commands: a command's events were appended together.
+        while len(prefix) < len(lead) and prefix[-1].command_id == lead[len(prefix)].command_id:
+            prefix.pop()
+        if prefix[-1].type_name in ("AnswerGiven", "AgentFailed"):
+            raise ValueError(
+                f"the agent of run {run_id} had finished by position {at}; fork at an earlier position"
+            )
+        original = self.run_state(run_id)
+        settings = self._ensure_llm()
+        self._ensure_ray()
+        new_id = uuid.uuid4().hex[:12]
+        origin = f"{run_id}@{at}"
+        lifecycle = ActorShell(RunLifecycle(), run_stream(new_id), self.store, run_id=new_id).load()
+        lifecycle.handle(
+            Submit(
+                key="submit",
+                goal=original.goal,
+                agent=original.agent,
+                params={**original.params, "forked_from": origin, "model": model, "llm_params": llm_params},
+                budget=original.budget,
+                forked_from=origin,
+            )
+        )
+        copies = [
+            type(e).model_validate(
+                {
+                    **e.payload(),
+                    "timestamp": e.timestamp,
+                    "command_id": e.command_id,
+                    "causation_id": e.causation_id,
+                    "run_id": new_id,
+                }
+            )
+            for e in prefix
+        ]
+        stream = agent_stream(new_id)
+        self.store.append(stream, copies, 0)
+        forked = AgentForked(origin_run=run_id, origin_position=at, model=model, params=llm_params)
+        self.store.append(stream, [forked.stamp(run_id=new_id, command_id="fork")], len(copies))
+        start = Registry.agent_class(original.agent)().start_command(prefix[0])
+        return self._spawn(new_id, original.agent, settings, start)
 
     def run(self, goal: str, **kwargs: Any) -> RunResult:
         return self.submit(goal, **kwargs).wait()

@@ -18,6 +18,10 @@ RunStatus = Literal["new", "submitted", "running", "completed", "failed"]
 TERMINAL_TYPES = ("RunCompleted", "RunFailed")
 
 
+class UnknownRun(LookupError):
+    """No run with that id in the store."""
+
+
 def run_stream(run_id: str) -> str:
     return f"run:{run_id}"
 

@@ -9,6 +9,8 @@ retried after a crash finds its key and appends nothing twice).
 from __future__ import annotations
 
 from collections import OrderedDict
+from collections.abc import Callable
+from datetime import datetime
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -45,12 +47,16 @@ class ActorShell(Generic[S]):
         *,
         run_id: str = "",
         snapshot_every: int = 100,
+        clock: Callable[[int], datetime] | None = None,
     ) -> None:
         self.behaviour = behaviour
         self.stream_id = stream_id
         self.store = store
         self.run_id = run_id
         self.snapshot_every = snapshot_every
+        # The clock is a recorded input too: a replay passes one that serves the original
+        # event's timestamp for each version, so time-based decisions come out the same.
+        self.clock = clock
         self.state: S = behaviour.initial()
         self.version = 0
         self.keys: OrderedDict[str, list[int]] = OrderedDict()
@@ -117,8 +123,9 @@ class ActorShell(Generic[S]):
                 run_id=e.run_id or self.run_id,
                 causation_id=e.causation_id or causation_id,
                 command_id=key,
+                **({"timestamp": self.clock(self.version + i)} if self.clock else {}),
             )
-            for e in events
+            for i, e in enumerate(events, start=1)
         ]
         recorded = self.store.append(self.stream_id, stamped, self.version)
         appended = [r.event for r in recorded]

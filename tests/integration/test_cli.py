@@ -9,17 +9,8 @@ import sys
 
 import pytest
 
-from actors.agent.react import ReactAgent, StartAgent
-from actors.runtime.agent_actor import agent_stream
-from actors.runtime.effects import LiveEffects, drive, local_invoker
-from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.llm.providers import ScriptedProvider
-from actors.runtime.run import Complete, RunLifecycle, Start, Submit, run_stream
-from actors.runtime.shell import ActorShell
-from actors.tools.files import ReadFile, SearchFiles
-from events.agent import ToolSpec
 from events.store import EventStore
-from tests.support import fake_llm
+from tests.support import recording
 
 
 def chorus(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
@@ -38,18 +29,8 @@ def env(tmp_path):
 
 
 def record_run(store_url: str, root, run_id: str = "abc123") -> None:
-    """A finished run written the way the runtime writes one (in-process, no Ray)."""
-    fake_llm.make_repo(root)
     with EventStore(store_url) as store:
-        run = ActorShell(RunLifecycle(), run_stream(run_id), store, run_id=run_id).load()
-        run.handle(Submit(key="submit", goal="What is the marker?"))
-        agent = ActorShell(ReactAgent(), agent_stream(run_id), store, run_id=run_id).load()
-        tools = {"search_files": SearchFiles(root=str(root)), "read_file": ReadFile(root=str(root))}
-        specs = [ToolSpec(name=n, signature=t.signature(), description=t.description) for n, t in tools.items()]
-        agent.handle(StartAgent(key="start", goal="What is the marker?", root=str(root), tools=specs))
-        run.handle(Start(key="start", lead_stream=agent.stream_id))
-        state = drive(agent, LiveEffects(LlmGateway(ScriptedProvider(fake_llm.search_read_answer)), local_invoker(tools)))
-        run.handle(Complete(key="finish", result=state.answer))
+        recording.record_run(store, root, run_id=run_id)
 
 
 def positions(store_url: str) -> int:
@@ -114,3 +95,46 @@ def test_missing_root_folder_is_one_line(env, tmp_path):
 def test_no_runs_yet(env):
     out = chorus("runs", env=env)
     assert (out.returncode, out.stdout.strip()) == (0, "no runs yet")
+
+
+def test_debugging_commands_on_a_recorded_run(env, tmp_path):
+    record_run(env["CHORUS_STORE_URL"], tmp_path)
+    before = positions(env["CHORUS_STORE_URL"])
+
+    log = chorus("log", "abc123", env=env)
+    assert log.returncode == 0 and "search_files" in log.stdout and "ALPHA-7" in log.stdout
+
+    state = chorus("state", "agent:abc123", "--at", "1", env=env)
+    body = json.loads(state.stdout)
+    assert (body["version"], body["state"]["status"]) == (1, "running")
+
+    replay = chorus("replay", "abc123", env=env)
+    assert replay.returncode == 0 and "identical" in replay.stdout and "0 live calls" in replay.stdout
+
+    diff = chorus("diff", "abc123", "abc123", env=env)
+    assert diff.returncode == 0 and "no difference" in diff.stdout
+
+    exported = chorus("export", "abc123", "--out", str(tmp_path / "f.jsonl"), env=env)
+    assert exported.returncode == 0
+    assert len((tmp_path / "f.jsonl").read_text().splitlines()) == before
+    assert positions(env["CHORUS_STORE_URL"]) == before  # none of these writes to the log
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("replay", "nope"), "chorus: error: no run with id 'nope'"),
+        (("log", "nope"), "chorus: error: no run with id 'nope'"),
+        (("state", "agent:nope"), "chorus: error: no stream with id 'agent:nope'"),
+        (("state", "agent:abc123", "--at", "999"), "outside"),
+        (("diff", "abc123", "nope"), "chorus: error: no run with id 'nope'"),
+        (("replay", "--fixture", "/no/such/file.jsonl"), "chorus: error: cannot read fixture"),
+    ],
+)
+def test_debugging_commands_refuse_bad_input_in_one_line(env, tmp_path, args, message):
+    record_run(env["CHORUS_STORE_URL"], tmp_path)
+    before = positions(env["CHORUS_STORE_URL"])
+    out = chorus(*args, env=env)
+    assert out.returncode == 2
+    assert len(out.stderr.strip().splitlines()) == 1 and message in out.stderr
+    assert positions(env["CHORUS_STORE_URL"]) == before

@@ -111,3 +111,29 @@ def test_a_third_party_tool_needs_only_the_decorator(client, tmp_path):
         returned = [r.event for r in c.events(run.run_id) if r.event.type_name == "ToolReturned"]
     assert result.ok and "3 words" in result.answer
     assert [(e.tool, e.output) for e in returned] == [("word_count", "3 words")]
+
+
+def test_fork_continues_from_a_position_and_leaves_the_original_alone(client, tmp_path):
+    from projections.debug import diff_runs
+
+    fake_llm.make_repo(tmp_path)
+    with client(fake_llm.search_read_answer) as c:
+        original = c.submit("What is the marker?", root=tmp_path)
+        original.wait(timeout=60)
+        records = c.events(original.run_id)
+        first_tool = next(r for r in records if r.event.type_name == "ToolReturned")
+        fork = c.fork(original.run_id, first_tool.position, model="another-model")
+        result = fork.wait(timeout=60)
+        forked = [r.event for r in c.events(fork.run_id)]
+        after = c.events(original.run_id)
+        diff = diff_runs(c.store, original.run_id, fork.run_id)
+    assert result.ok and "ALPHA-7" in result.answer
+    assert [r.event.event_id for r in after] == [r.event.event_id for r in records]  # untouched
+    submitted = forked[0]
+    assert submitted.forked_from == f"{original.run_id}@{first_tool.position}"
+    agent = [e for e in forked if e.stream_id == f"agent:{fork.run_id}"]
+    copied = [e.type_name for e in agent[: agent.index(next(e for e in agent if e.type_name == "AgentForked"))]]
+    assert copied[-1] == "ToolReturned" and copied.count("LlmCompleted") == 1
+    live = [e for e in agent[len(copied):] if e.type_name == "LlmRequested"]
+    assert [e.call_index for e in live] == [2, 3] and {e.model for e in live} == {"another-model"}
+    assert diff.shared == len(copied) and diff.first_b.type_name == "AgentForked"

@@ -15,7 +15,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from actors.agent.policy import format_observation, is_repeat, repeat_observation, wrap_answer
-from actors.agent.prompt import HistoryItem, StepProblem, build_messages, parse_step, step_schema
+from actors.agent.parsing import parse_step
+from actors.agent.prompt import HistoryItem, StepProblem, build_messages, step_schema
 from actors.runtime.behaviour import Behaviour, Command
 from actors.runtime.effects import CallLlm, CallTool, LlmReturned, Stop, StopAgent, ToolFinished
 from actors.runtime.registry import Registry
@@ -30,7 +31,7 @@ from events.agent import (
     ToolSpec,
 )
 from events.base import Event, State
-from events.effects import LlmCompleted, LlmFailed, LlmRequested, ToolCalled, ToolReturned
+from events.effects import LlmCompleted, LlmFailed, ToolCalled, ToolReturned
 from events.errors import ErrorInfo
 from events.runs import Budget, BudgetExceeded
 

@@ -215,7 +215,6 @@ class Client:
         Registry.agent_class(agent)  # fail before writing anything if unknown
         settings = self._ensure_llm()
         self._ensure_ray()
-        import ray
 
         run_id = run_id or uuid.uuid4().hex[:12]
         budget = budget or Budget()

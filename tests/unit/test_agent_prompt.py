@@ -20,12 +20,12 @@ from actors.agent.policy import (
     unwrap_answer,
     wrap_answer,
 )
+from actors.agent.parsing import parse_step
 from actors.agent.prompt import (
     AgentStep,
     HistoryItem,
     StepProblem,
     build_messages,
-    parse_step,
     step_schema,
 )
 from actors.tools.files import ReadFile, SearchFiles, read, search

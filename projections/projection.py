@@ -1,0 +1,92 @@
+"""What a projection is: a named, versioned view that folds events into tables.
+
+A projection never tracks its own position and never opens a transaction: the runner
+hands it a cursor inside a transaction that also moves the projection's tracked
+position, so view rows and position commit together or not at all (rule 3).
+
+Projections write SQL with `?` placeholders and portable types (TEXT, INTEGER, BIGINT,
+DOUBLE PRECISION); the cursor adapts it to SQLite or PostgreSQL. The same code then
+serves the SQLite file, a PostgreSQL schema and the in-memory store (whose views live
+in an in-memory SQLite database). Upserts: `INSERT ... ON CONFLICT (key) DO UPDATE`,
+which both understand; JSON goes in TEXT columns.
+
+A new view: subclass Projection, set `name`, `types` and `tables`, implement `create`
+and `apply`, decorate it with `@register_projection`, and import its module in
+`projections/__init__.py` so that runners and `chorus projections` see it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, ClassVar, TypeVar
+
+if TYPE_CHECKING:
+    from events.store import Recorded
+    from projections.views import ViewCursor
+
+
+class UnknownProjection(ValueError):
+    """A projection name nobody registered. Its message is one line for a person."""
+
+
+class Projection:
+    """Base of every projection. Subclasses set the class attributes and implement
+    `create`, `drop` and `apply` (or `apply_batch`, to write a batch at once).
+
+    Bump `schema_version` whenever the tables or what `apply` writes change: a runner
+    that finds a view built at another version drops and rebuilds it from position 0.
+    `apply` must depend only on the events and its own tables (no clock, no randomness,
+    no other projection's tables), so that a rebuild reproduces the view exactly.
+    """
+
+    name: ClassVar[str] = ""
+    schema_version: ClassVar[int] = 1
+    types: ClassVar[tuple[str, ...]] = ()  # event type names it reads; () means every event
+    tables: ClassVar[tuple[str, ...]] = ()  # the tables `create` makes (for drop and dumps)
+
+    def create(self, c: ViewCursor) -> None:
+        """Create the view's tables and indexes (idempotent: IF NOT EXISTS)."""
+        raise NotImplementedError
+
+    def drop(self, c: ViewCursor) -> None:
+        for table in reversed(self.tables):
+            c.execute(f"DROP TABLE IF EXISTS {table}")
+
+    def apply(self, c: ViewCursor, recorded: Recorded) -> None:
+        """Fold one event into the view."""
+        raise NotImplementedError
+
+    def apply_batch(self, c: ViewCursor, records: Sequence[Recorded]) -> None:
+        """Fold events in log order. Override to write a batch with executemany; the
+        result must equal applying them one by one, however the log is cut into batches.
+        """
+        for recorded in records:
+            self.apply(c, recorded)
+
+    def __repr__(self) -> str:
+        return f"<projection {self.name} v{self.schema_version}>"
+
+
+P = TypeVar("P", bound=type[Projection])
+
+_REGISTRY: dict[str, Callable[[], Projection]] = {}
+
+
+def register_projection(cls: P) -> P:
+    """Class decorator: make a projection one that runners and `chorus projections` use."""
+    if not cls.name:
+        raise ValueError(f"{cls.__qualname__} has no name")
+    existing = _REGISTRY.get(cls.name)
+    if existing is not None and getattr(existing, "__qualname__", None) != cls.__qualname__:
+        raise ValueError(f"projection name {cls.name!r} already used by {existing!r}")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def registered_projections() -> list[Projection]:
+    """One instance of every registered projection, by name."""
+    return [_REGISTRY[name]() for name in sorted(_REGISTRY)]
+
+
+def projection_names() -> list[str]:
+    return sorted(_REGISTRY)

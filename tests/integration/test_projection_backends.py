@@ -1,0 +1,177 @@
+"""The projection runner and the audit trail on every backend (memory, SQLite, PostgreSQL):
+views in the store's own database, racing runners, restarts on a new store object, and
+following the log live (LISTEN/NOTIFY on PostgreSQL, polling on SQLite)."""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import threading
+
+import pytest
+
+from events import EventStore
+from events.agent import StepDecided
+from events.effects import LlmCompleted, LlmRequested
+from events.runs import RunSubmitted
+from projections import AuditProjection, AuditTrail, ProjectionRunner
+
+
+@pytest.fixture
+def store(store_url):
+    s = EventStore(store_url)
+    yield s
+    s.close()
+
+
+def other_store(store: EventStore) -> EventStore:
+    """A second store object on the same data (the same object for memory://)."""
+    return store if store.backend == "popo" else EventStore(store.url)
+
+
+def agent_turn(store: EventStore, stream: str, run: str, i: int) -> None:
+    """One LLM call and one step, as the agent shell appends them."""
+    version = store.stream_version(stream)
+    store.append(
+        stream,
+        [
+            LlmRequested(model="m", messages=[{"role": "user", "content": f"q{i}"}], params={"seed": i},
+                         request_hash=f"h{i}", call_index=i, run_id=run),
+            LlmCompleted(request_hash=f"h{i}", call_index=i, content=f"a{i}", prompt_tokens=10,
+                         completion_tokens=i, latency_s=0.5, cost_usd=0.25, run_id=run),
+        ],
+        version,
+    )
+    store.append(stream, [StepDecided(iteration=i, thought="t", action="search", args={}, run_id=run)], version + 2)
+
+
+def audit_positions(runner: ProjectionRunner) -> list[int]:
+    return [r["position"] for r in runner.views.query("SELECT position FROM audit_events ORDER BY position")]
+
+
+def test_the_audit_trail_end_to_end(store, tmp_path):
+    store.append("run:1", [RunSubmitted(goal="g", run_id="1")], 0)
+    for i in range(1, 4):
+        agent_turn(store, "agent-1", "1", i)
+    agent_turn(store, "agent-2", "2", 1)
+    trail = AuditTrail.open(store)
+    assert len(trail.events()) == store.max_position() == 13
+    assert [e.type for e in trail.events(stream_id="agent-2")] == ["LlmRequested", "LlmCompleted", "StepDecided"]
+    assert [c.seed for c in trail.llm_calls(run_id="1")] == [1, 2, 3]
+    [usage] = trail.usage_by_run("1")
+    assert (usage.calls, usage.prompt_tokens, usage.completion_tokens, usage.cost_usd) == (3, 30, 6, 0.75)
+    assert [(u.key, u.calls) for u in trail.usage_by_actor()] == [("agent-1", 3), ("agent-2", 1)]
+    assert trail.export_jsonl(tmp_path / "audit.jsonl", run_id="2") == 3
+    assert trail.export_llm_calls(tmp_path / "llm_calls.jsonl") == 4
+    first = json.loads((tmp_path / "llm_calls.jsonl").read_text().splitlines()[0])
+    assert (first["response"], first["seed"], first["completion_tokens"]) == ("a1", 1, 1)
+
+
+def test_views_live_in_the_stores_own_database(store_url, tmp_path):
+    s = EventStore(store_url)
+    try:
+        s.append("run:1", [RunSubmitted(goal="g", run_id="1")], 0)
+        ProjectionRunner(s).run_once()
+        if s.backend == "sqlite":
+            path = store_url.removeprefix("sqlite:///")
+            with sqlite3.connect(path) as db:
+                assert db.execute("SELECT COUNT(*) FROM audit_events").fetchone() == (1,)
+                assert db.execute(
+                    "SELECT notification_id FROM tracking WHERE application_name = 'projection:audit'"
+                ).fetchone() == (1,)
+        elif s.backend == "postgres":
+            schema = store_url.rsplit("schema=", 1)[1]
+            from tests.conftest import _connect
+
+            with _connect() as db:
+                tables = {
+                    r[0]
+                    for r in db.execute(
+                        "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,)
+                    ).fetchall()
+                }
+                assert {"audit_events", "llm_calls", "projection_schemas", "notification_tracking"} <= tables
+                assert db.execute(f'SELECT COUNT(*) FROM "{schema}".audit_events').fetchone() == (1,)
+    finally:
+        s.close()
+
+
+def test_a_restart_on_a_new_store_object_carries_on_where_the_last_one_stopped(durable_store_url):
+    first = EventStore(durable_store_url)
+    for i in range(1, 11):
+        agent_turn(first, "agent-1", "1", i)
+    ProjectionRunner(first, batch_size=4).run_once(max_batches=2)  # 8 of 30 events
+    first.close()
+
+    second = EventStore(durable_store_url)
+    try:
+        runner = ProjectionRunner(second, batch_size=4)
+        [status] = runner.status()
+        assert (status.position, status.head, status.lag) == (8, 30, 22)
+        assert runner.run_once() == {"audit": 22}
+        assert audit_positions(runner) == list(range(1, 31))
+        got = runner.views.dump(AuditProjection.tables)
+        runner.rebuild()
+        assert runner.views.dump(AuditProjection.tables) == got
+    finally:
+        second.close()
+
+
+def test_runners_racing_on_one_projection_apply_each_event_once(store):
+    for i in range(1, 21):
+        agent_turn(store, f"agent-{i % 3}", "1", i)
+    done = threading.Event()
+    errors: list[BaseException] = []
+
+    def writer() -> None:
+        try:
+            for i in range(21, 41):
+                agent_turn(store, f"agent-{i % 3}", "1", i)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+        finally:
+            done.set()
+
+    def runner_loop() -> None:
+        own = other_store(store)
+        try:
+            runner = ProjectionRunner(own, [AuditProjection()], batch_size=7)
+            while not done.is_set():
+                runner.run_once()
+            runner.run_once()
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+        finally:
+            if own is not store:
+                own.close()
+
+    threads = [threading.Thread(target=writer)] + [threading.Thread(target=runner_loop) for _ in range(2)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=300)
+    assert not errors, errors
+    runner = ProjectionRunner(store, [AuditProjection()])
+    runner.run_once()
+    assert audit_positions(runner) == list(range(1, store.max_position() + 1)) and store.max_position() == 120
+    got = runner.views.dump(AuditProjection.tables)
+    runner.rebuild()
+    assert runner.views.dump(AuditProjection.tables) == got
+
+
+def test_a_live_runner_sees_what_another_store_object_appends(store):
+    agent_turn(store, "agent-1", "1", 1)
+    runner = ProjectionRunner(store)
+    runner.start(idle_interval=30.0)  # so only the store's follow can wake it in time
+    writer = other_store(store)
+    try:
+        runner.wait_until(store.max_position(), timeout=30)
+        for i in range(2, 5):
+            agent_turn(writer, "agent-1", "1", i)
+        runner.wait_until(writer.max_position(), timeout=30)
+        assert audit_positions(runner) == list(range(1, 13))
+    finally:
+        runner.stop()
+        if writer is not store:
+            writer.close()
+    assert runner.error is None

@@ -1,6 +1,7 @@
 """The facts: event types, codec, event store, upcasting."""
 
 from events import agent, effects, runs  # noqa: F401  (register the runtime event types)
+from events import relay, research  # noqa: F401  (the relay and research workloads' event types)
 from events.base import Event, State
 from events.errors import ErrorInfo
 from events.registry import event_type, upcaster

@@ -18,6 +18,8 @@ from projections.projection import (
     register_projection,
     registered_projections,
 )
+from projections.relay_checkpoints import RelayCheckpoints, RelayCheckpointsProjection
+from projections.research_history import ResearchHistory, ResearchHistoryProjection, ResearchRecord
 from projections.runner import ProjectionRunner, ProjectionStatus, RebuildResult
 from projections.views import ViewCursor, ViewStore
 

@@ -100,12 +100,12 @@ def test_a_restart_on_a_new_store_object_carries_on_where_the_last_one_stopped(d
     first = EventStore(durable_store_url)
     for i in range(1, 11):
         agent_turn(first, "agent-1", "1", i)
-    ProjectionRunner(first, batch_size=4).run_once(max_batches=2)  # 8 of 30 events
+    ProjectionRunner(first, [AuditProjection()], batch_size=4).run_once(max_batches=2)  # 8 of 30
     first.close()
 
     second = EventStore(durable_store_url)
     try:
-        runner = ProjectionRunner(second, batch_size=4)
+        runner = ProjectionRunner(second, [AuditProjection()], batch_size=4)
         [status] = runner.status()
         assert (status.position, status.head, status.lag) == (8, 30, 22)
         assert runner.run_once() == {"audit": 22}

@@ -46,16 +46,17 @@ def filled(durable_store_url):
 def test_status_then_rebuild_then_status(filled, capsys):
     code, out, err = run(["projections", "status", "--store", filled], capsys)
     assert (code, err) == (0, "")
-    [line] = out.splitlines()
+    line = next(line for line in out.splitlines() if line.startswith("audit "))
     assert line.split()[:8] == ["audit", "v1", "position", "0", "head", "2", "lag", "2"]
     assert "not built yet" in line
 
     code, out, err = run(["projections", "rebuild", "--store", filled], capsys)
     assert (code, err) == (0, "")
-    assert out.startswith("rebuilt audit: 2 events up to position 2 in ")
+    assert "rebuilt audit: 2 events up to position 2 in " in out
 
     code, out, _ = run(["projections", "status", "--store", filled], capsys)
-    assert out.split()[:8] == ["audit", "v1", "position", "2", "head", "2", "lag", "0"]
+    line = next(line for line in out.splitlines() if line.startswith("audit "))
+    assert line.split()[:8] == ["audit", "v1", "position", "2", "head", "2", "lag", "0"]
 
     code, out, _ = run(["projections", "rebuild", "audit", "--store", filled], capsys)
     assert (code, out.split()[:3]) == (0, ["rebuilt", "audit:", "2"])
@@ -71,7 +72,8 @@ def test_an_unknown_projection_is_one_line_and_writes_nothing(tmp_path, capsys):
     db = tmp_path / "chorus.db"
     code, out, err = run(["projections", "rebuild", "nope", "--store", f"sqlite:///{db}"], capsys)
     assert (code, out) == (2, "")
-    assert err == "chorus: error: unknown projection 'nope' (known: audit)\n"
+    assert err.startswith("chorus: error: unknown projection 'nope' (known: audit, ")
+    assert len(err.splitlines()) == 1
     assert not db.exists()
 
 

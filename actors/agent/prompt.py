@@ -199,6 +199,11 @@ def iteration_note(iteration: int, max_iterations: int) -> str:
     )
 
 
+# Condensed lines kept in a prompt: the baton stays a fixed size, so a long run neither
+# overflows the model's context nor records ever-longer requests.
+MAX_CONDENSED = 20
+
+
 def build_messages(
     goal: str,
     tools: Sequence[tuple[str, str, str]],
@@ -209,6 +214,7 @@ def build_messages(
     keep_last: int = 2,
     notes: str = "",
     force_answer: bool = False,
+    earlier_steps: int = 0,
 ) -> list[dict[str, str]]:
     """OpenAI chat messages asking for step `iteration` (1-based) of at most `max_iterations`.
 
@@ -216,16 +222,21 @@ def build_messages(
     appear verbatim as assistant/user turns; older steps are condensed to one line each in
     the goal message. `notes` is extra text for the goal message (e.g. a folder listing).
     `force_answer` closes with the last step's "answer now" instruction whatever the step.
+    At most `MAX_CONDENSED` condensed lines are shown, so a prompt stays bounded however
+    long the run; `earlier_steps` counts steps before `history` that the caller dropped.
     """
     keep_last = max(0, keep_last)
     split = max(0, len(history) - keep_last)
     older, recent = history[:split], history[split:]
+    hidden = earlier_steps + max(0, len(older) - MAX_CONDENSED)
+    shown = older[max(0, len(older) - MAX_CONDENSED) :]
 
     opening = [f"Goal: {goal.strip()}"]
     if notes.strip():
         opening.append(notes.strip())
-    if older:
-        lines = [summarize_step(i, step) for i, step in enumerate(older, 1)]
+    if shown:
+        lines = [f"({hidden} earlier steps not shown)"] if hidden else []
+        lines += [summarize_step(hidden + i, step) for i, step in enumerate(shown, 1)]
         opening.append("Done so far (older steps, condensed):\n" + "\n".join(lines))
     turns: list[tuple[str, str]] = [("user", "\n\n".join(opening))]
 

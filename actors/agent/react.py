@@ -16,7 +16,7 @@ from pydantic import BaseModel, ConfigDict
 
 from actors.agent.policy import format_observation, is_repeat, repeat_observation, wrap_answer
 from actors.agent.parsing import parse_step
-from actors.agent.prompt import HistoryItem, StepProblem, build_messages, step_schema
+from actors.agent.prompt import MAX_CONDENSED, HistoryItem, StepProblem, build_messages, step_schema
 from actors.runtime.behaviour import Behaviour, Command
 from actors.runtime.effects import CallLlm, CallTool, LlmReturned, Stop, StopAgent, ToolFinished
 from actors.runtime.registry import Registry
@@ -37,6 +37,9 @@ from events.runs import Budget, BudgetExceeded
 
 AgentStatus = Literal["new", "running", "completed", "failed"]
 STUCK_AFTER = 2  # rejected steps in a row before the agent must answer
+# Steps the state keeps: what the prompt shows (condensed + verbatim) and a margin for
+# repeat detection. Bounded, so snapshots of a long run do not grow with it.
+HISTORY_KEPT = MAX_CONDENSED + 8
 
 
 class PendingStep(BaseModel):
@@ -57,7 +60,8 @@ class AgentState(State):
     model: str = ""
     params: dict[str, Any] = {}
     budget: Budget = Budget()
-    history: list[HistoryItem] = []
+    history: list[HistoryItem] = []  # the most recent HISTORY_KEPT steps
+    steps_dropped: int = 0  # older steps, no longer in the state
     pending: PendingStep | None = None
     iteration: int = 0
     rejected_in_a_row: int = 0
@@ -136,6 +140,7 @@ def next_effect(state: AgentState) -> CallLlm | CallTool | Stop | None:
         iteration=state.iteration + 1,
         max_iterations=state.max_iterations,
         force_answer=last,
+        earlier_steps=state.steps_dropped,
     )
     request = LlmRequest(
         model=state.model,
@@ -256,6 +261,15 @@ class ReactAgent(Behaviour[AgentState]):
         return out
 
     def evolve(self, state: AgentState, event: Event) -> AgentState:
+        state = self._evolve(state, event)
+        if len(state.history) > HISTORY_KEPT:
+            extra = len(state.history) - HISTORY_KEPT
+            state = state.model_copy(
+                update={"history": state.history[extra:], "steps_dropped": state.steps_dropped + extra}
+            )
+        return state
+
+    def _evolve(self, state: AgentState, event: Event) -> AgentState:
         up: dict[str, Any] = {"last_at": event.timestamp}
         if isinstance(event, (StepDecided, StepRejected)) and event.thought.strip():
             thought = " ".join(event.thought.lower().split())

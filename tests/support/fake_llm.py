@@ -76,3 +76,9 @@ def make_repo(root) -> None:
     """The tiny folder the scripted agents read."""
     (root / "notes.txt").write_text(NOTES)
     (root / "README.md").write_text("# Demo\nReplay runs from the log.\n")
+
+
+def searches_forever(request: LlmRequest) -> str:
+    """A new search every step (never a repeat, never the same thought), never an answer."""
+    n = step_of(request)
+    return _step(f"Try word number {n}.", "search_files", query=f"word{n}")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from actors.agent.react import ReactAgent, StartAgent, next_effect
@@ -191,3 +193,19 @@ def test_the_same_thought_twice_makes_the_agent_answer(tmp_path):
     enums = [r.response_schema["properties"]["action"]["enum"] for r in requests]
     assert enums[1] != ["answer"] and enums[2] == ["answer"]
     assert state.status == "completed"
+
+
+def test_a_long_run_keeps_prompt_and_state_bounded(tmp_path):
+    from actors.agent.prompt import MAX_CONDENSED
+    from actors.agent.react import HISTORY_KEPT
+
+    state, events, _, _ = run_agent(tmp_path, fake_llm.searches_forever, max_iterations=60)
+    assert state.status == "failed" and state.error.type == "iteration_limit"
+    assert len(state.history) == HISTORY_KEPT and state.steps_dropped == 59 - HISTORY_KEPT
+    requests = [e for e in events if e.type_name == "LlmRequested"]
+    sizes = [len(json.dumps(r.messages)) for r in requests]
+    assert max(sizes[40:]) - min(sizes[40:]) < 300  # flat once the baton is full
+    goal_message = requests[-1].messages[1]["content"]
+    assert f"({59 - MAX_CONDENSED - 2} earlier steps not shown)" in goal_message
+    assert goal_message.count("\n") < MAX_CONDENSED + 10
+    assert state == rebuild(ReactAgent(), events)

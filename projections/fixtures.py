@@ -13,7 +13,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from events.registry import resolve, upcast
+from events.registry import MissingUpcaster, UnknownEventType, resolve, upcast
 from events.store import EventStore
 
 from projections.replay import run_records
@@ -67,11 +67,14 @@ def load_fixture(path: Path, store: EventStore | None = None) -> tuple[EventStor
     run_ids = {row["run_id"] for row in rows}
     if len(run_ids) != 1:
         raise FixtureError(f"fixture {path} mixes runs: {sorted(run_ids)}")
-    for row in rows:
-        cls = resolve(row["type"])
-        payload: dict[str, Any] = row["payload"]
-        if row["schema_version"] != cls.schema_version:
-            payload = upcast(row["type"], row["schema_version"], payload)
+    for number, row in enumerate(rows, start=1):
+        try:
+            cls = resolve(row["type"])
+            payload: dict[str, Any] = row["payload"]
+            if row["schema_version"] != cls.schema_version:
+                payload = upcast(row["type"], row["schema_version"], payload)
+        except (UnknownEventType, MissingUpcaster) as e:
+            raise FixtureError(f"fixture {path}, event {number}: {e}") from e
         event = cls.model_validate(
             {
                 **payload,

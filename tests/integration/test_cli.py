@@ -7,6 +7,8 @@ import os
 import subprocess
 import sys
 
+from pathlib import Path
+
 import pytest
 
 from events.store import EventStore
@@ -129,9 +131,16 @@ def test_debugging_commands_on_a_recorded_run(env, tmp_path):
         (("state", "agent:abc123", "--at", "999"), "outside"),
         (("diff", "abc123", "nope"), "chorus: error: no run with id 'nope'"),
         (("replay", "--fixture", "/no/such/file.jsonl"), "chorus: error: cannot read fixture"),
+        (("replay", "--fixture", "NEWER"), "newer than this code"),
     ],
 )
 def test_debugging_commands_refuse_bad_input_in_one_line(env, tmp_path, args, message):
+    fixture = Path(__file__).parents[1] / "fixtures" / "runs" / "scripted_search_read_answer.jsonl"
+    rows = [json.loads(line) for line in fixture.read_text().splitlines()]
+    rows[1]["schema_version"] = 7  # written by a future version of the code
+    newer = tmp_path / "newer.jsonl"
+    newer.write_text("\n".join(json.dumps(r) for r in rows))
+    args = tuple(str(newer) if a == "NEWER" else a for a in args)
     record_run(env["CHORUS_STORE_URL"], tmp_path)
     before = positions(env["CHORUS_STORE_URL"])
     out = chorus(*args, env=env)

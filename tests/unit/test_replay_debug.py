@@ -74,7 +74,7 @@ def test_fixture_round_trip_and_bad_fixtures(store, tmp_path):
     rows[3]["schema_version"] = 9
     newer = tmp_path / "newer.jsonl"
     newer.write_text("\n".join(json.dumps(r) for r in rows))
-    with pytest.raises(LookupError, match="newer than this code"):
+    with pytest.raises(FixtureError, match="event 4: .* newer than this code"):
         load_fixture(newer)
     broken = tmp_path / "broken.jsonl"
     broken.write_text("{not json\n")

@@ -3,7 +3,9 @@ with the PostgreSQL store every node shares."""
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -13,7 +15,6 @@ from pathlib import Path
 import pytest
 
 from actors import Client
-from actors.runtime.llm.providers import ScriptedProvider
 from actors.runtime.settings import ConfigError, Settings
 from tests.support.ray_env import worker_path
 from tests.support import fake_llm
@@ -38,10 +39,9 @@ def ray_head():
     if ray.is_initialized():
         ray.shutdown()
     worker_path()
-    # Ray reads RAY_AUTH_MODE once per process, so this test process (already a Ray user)
-    # cannot switch to token auth; the head is started without it. A deployment sets
-    # RAY_AUTH_MODE=token and RAY_AUTH_TOKEN on every node and client (see README).
-    env = dict(os.environ, RAY_AUTH_MODE="disabled")
+    # Ray's token authentication, as a deployment would run it: the head and the client
+    # (a process of its own) share one secret.
+    env = dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
     port = _free_port()
     subprocess.run(
         [_ray_cli(), "start", "--head", f"--port={port}", "--num-cpus=2",
@@ -49,24 +49,46 @@ def ray_head():
         check=True, capture_output=True, env=env, timeout=180,
     )  # fmt: skip
     try:
-        yield f"127.0.0.1:{port}"
+        yield f"127.0.0.1:{port}", env
     finally:
         ray.shutdown()
-        subprocess.run([_ray_cli(), "stop", "--force"], capture_output=True, timeout=120)
+        subprocess.run([_ray_cli(), "stop", "--force"], capture_output=True, timeout=120, env=env)
+
+
+CLIENT = """
+import json, sys
+from pathlib import Path
+import ray
+from actors import Client
+from actors.runtime.llm.providers import ScriptedProvider
+from actors.runtime.settings import Settings
+from tests.support import fake_llm
+
+address, store_url, root = sys.argv[1:4]
+settings = Settings.from_env(data_dir=Path(root) / "data", store_url=store_url)
+with Client(address=address, settings=settings, llm=ScriptedProvider(fake_llm.search_read_answer)) as c:
+    run = c.submit("What is the marker?", root=root)
+    result = run.wait(timeout=120)
+    types = [r.event.type_name for r in c.events(run.run_id)]
+    gcs = ray.get_runtime_context().gcs_address
+print(json.dumps({"ok": result.ok, "answer": result.answer, "error": str(result.error), "types": types, "gcs": gcs}))
+"""
 
 
 def test_client_joins_a_cluster_with_the_postgres_store(ray_head, postgres_url, tmp_path):
-    import ray
-
+    address, env = ray_head
+    # The client runs in a process of its own, as a user's would (Ray reads its auth mode
+    # once per process, and this one may have run a local instance already).
     fake_llm.make_repo(tmp_path)
-    settings = Settings.from_env(data_dir=tmp_path / "data", store_url=postgres_url)
-    with Client(address=ray_head, settings=settings, llm=ScriptedProvider(fake_llm.search_read_answer)) as c:
-        run = c.submit("What is the marker?", root=tmp_path)
-        result = run.wait(timeout=120)
-        types = [r.event.type_name for r in c.events(run.run_id)]
-        assert ray.get_runtime_context().gcs_address.endswith(ray_head.split(":")[1])
-    assert result.ok and "ALPHA-7" in result.answer
-    assert types[0] == "RunSubmitted" and types[-1] == "RunCompleted"
+    out = subprocess.run(
+        [sys.executable, "-c", CLIENT, address, postgres_url, str(tmp_path)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert out.returncode == 0, out.stderr[-2000:]
+    body = json.loads(out.stdout.strip().splitlines()[-1])
+    assert body["gcs"].endswith(address.split(":")[1])  # it joined the cluster, not a new one
+    assert body["ok"] and "ALPHA-7" in body["answer"], body["error"]
+    assert body["types"][0] == "RunSubmitted" and body["types"][-1] == "RunCompleted"
 
 
 def test_a_cluster_refuses_a_sqlite_store(tmp_path):

@@ -14,4 +14,4 @@ test: setup
 	$(VENV)/bin/python -m pytest -q tests
 
 demo: setup
-	$(VENV)/bin/chorus run "Which file defines the Registry class, and which decorator registers a tool?" --root actors
+	$(VENV)/bin/chorus run "Which file defines the Registry class?" --root actors

@@ -168,7 +168,7 @@ class Client:
             address=self.address,
             namespace=self.namespace,
             include_dashboard=False,
-            logging_level=logging.WARNING,
+            logging_level=logging.ERROR,
             log_to_driver=bool(os.environ.get("CHORUS_RAY_LOGS")),
             configure_logging=True,
         )
@@ -208,6 +208,11 @@ class Client:
         """Start a run for `goal`; returns at once with a handle to it."""
         if not goal.strip():
             raise ValueError("the goal is empty")
+        if max_iterations < 1:
+            raise ValueError(f"max_iterations must be at least 1, not {max_iterations}")
+        for name, limit in (budget or Budget()).model_dump().items():
+            if limit is not None and limit <= 0:
+                raise ValueError(f"budget {name} must be positive, not {limit}")
         root_path = Path(root).expanduser().resolve()
         if not root_path.is_dir():
             raise ValueError(f"root folder {root} does not exist")

@@ -147,3 +147,17 @@ def test_debugging_commands_refuse_bad_input_in_one_line(env, tmp_path, args, me
     assert out.returncode == 2
     assert len(out.stderr.strip().splitlines()) == 1 and message in out.stderr
     assert positions(env["CHORUS_STORE_URL"]) == before
+
+
+@pytest.mark.parametrize(
+    "args, message",
+    [
+        (("run", ""), "chorus: error: the goal is empty"),
+        (("run", "x", "--max-iterations", "0"), "chorus: error: max_iterations must be at least 1, not 0"),
+        (("run", "x", "--max-llm-calls", "-1"), "chorus: error: budget max_llm_calls must be positive, not -1"),
+    ],
+)
+def test_bad_run_arguments_are_one_line_and_write_nothing(env, tmp_path, args, message):
+    out = chorus(*args, "--root", str(tmp_path), env=env)
+    assert (out.returncode, out.stderr.strip()) == (2, message)
+    assert positions(env["CHORUS_STORE_URL"]) == 0

@@ -24,18 +24,23 @@ import contextlib
 import json
 import os
 import tempfile
+import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from events.base import ENVELOPE_FIELDS, Event
+import msgpack
+from pydantic_core import to_json, to_jsonable_python
+
+from events.base import Event
+from events.codec import _ext_hook
+from events.registry import resolve
 from events.store import EventStore, Recorded
-from projections.projection import Projection, register_projection
+from projections.projection import Projection, StoredRecord, register_projection
 from projections.views import ViewCursor, ViewStore
 
-_ENVELOPE = set(ENVELOPE_FIELDS)
 _LLM_TYPES = frozenset({"LlmRequested", "LlmCompleted", "LlmFailed"})
 
 
@@ -45,25 +50,29 @@ class AuditProjection(Projection):
     schema_version = 1
     types = ()  # every event
     tables = ("audit_events", "llm_calls")
+    stored = True  # rows come from the stored msgpack: no pydantic per event
+    indexes = (
+        ("audit_events_run", "audit_events", "run_id, position"),
+        ("audit_events_stream", "audit_events", "stream_id, position"),
+        ("audit_events_type", "audit_events", "type, position"),
+        ("audit_events_time", "audit_events", "timestamp, position"),
+        ("llm_calls_run", "llm_calls", "run_id, position"),
+    )
 
     def create(self, c: ViewCursor) -> None:
+        # On SQLite an INTEGER PRIMARY KEY is the rowid (64-bit): one b-tree, not two.
+        # The rows are the same either way; a view made before keeps its BIGINT key.
+        key = "INTEGER PRIMARY KEY" if c.dialect == "sqlite" else "BIGINT PRIMARY KEY"
         c.execute(
             "CREATE TABLE IF NOT EXISTS audit_events ("
-            "position BIGINT PRIMARY KEY, event_id TEXT NOT NULL, run_id TEXT NOT NULL, "
+            f"position {key}, event_id TEXT NOT NULL, run_id TEXT NOT NULL, "
             "stream_id TEXT NOT NULL, version BIGINT NOT NULL, type TEXT NOT NULL, "
             "type_version INTEGER NOT NULL, timestamp TEXT NOT NULL, causation_id TEXT, "
             "command_id TEXT, payload TEXT NOT NULL)"
         )
-        for name, columns in (
-            ("audit_events_run", "run_id, position"),
-            ("audit_events_stream", "stream_id, position"),
-            ("audit_events_type", "type, position"),
-            ("audit_events_time", "timestamp, position"),
-        ):
-            c.execute(f"CREATE INDEX IF NOT EXISTS {name} ON audit_events ({columns})")
         c.execute(
             "CREATE TABLE IF NOT EXISTS llm_calls ("
-            "position BIGINT PRIMARY KEY, run_id TEXT NOT NULL, stream_id TEXT NOT NULL, "
+            f"position {key}, run_id TEXT NOT NULL, stream_id TEXT NOT NULL, "
             "call_index INTEGER NOT NULL, request_hash TEXT NOT NULL, status TEXT NOT NULL, "
             "model TEXT, response_model TEXT, messages TEXT, params TEXT, seed BIGINT, "
             "temperature DOUBLE PRECISION, response_schema TEXT, content TEXT, parsed TEXT, "
@@ -71,65 +80,66 @@ class AuditProjection(Projection):
             "latency_s DOUBLE PRECISION, cost_usd DOUBLE PRECISION, error TEXT, "
             "requested_at TEXT, completed_at TEXT, result_position BIGINT)"
         )
-        c.execute("CREATE INDEX IF NOT EXISTS llm_calls_run ON llm_calls (run_id, position)")
+        # Not among `indexes`: apply looks results' requests up by it, so a bulk load keeps it.
         c.execute(
             "CREATE INDEX IF NOT EXISTS llm_calls_call ON llm_calls (stream_id, call_index, position)"
         )
+        self.create_indexes(c)
 
-    def apply(self, c: ViewCursor, recorded: Recorded) -> None:
+    def apply(self, c: ViewCursor, recorded: Recorded | StoredRecord) -> None:
         self.apply_batch(c, [recorded])
 
-    def apply_batch(self, c: ViewCursor, records: Sequence[Recorded]) -> None:
+    def apply_batch(self, c: ViewCursor, records: Sequence[Recorded | StoredRecord]) -> None:
         # LLM calls first seen in this batch are built here and inserted once at the end
         # (a request and its result usually arrive together); results of calls from
         # earlier batches update their rows. Either way the rows end up the same.
         calls: dict[int, dict[str, Any]] = {}
         pending: dict[tuple[Any, ...], list[int]] = {}
         rows = []
-        for r in records:
-            rows.append(_event_row(r))
-            if r.event.type_name in _LLM_TYPES:
-                self._llm(c, r, calls, pending)
-        c.executemany(_INSERT_EVENT, rows)
-        c.executemany(_INSERT_CALL, [tuple(call[k] for k in _CALL_COLUMNS) for call in calls.values()])
+        for row, payload in _event_rows(records):
+            rows.append(row)
+            if row[5] in _LLM_TYPES:
+                self._llm(c, row, payload, calls, pending)
+        c.insert_rows("audit_events", _EVENT_COLUMN_NAMES, rows)
+        c.insert_rows("llm_calls", _CALL_COLUMNS, [tuple(call[k] for k in _CALL_COLUMNS) for call in calls.values()])
 
     def _llm(
         self,
         c: ViewCursor,
-        r: Recorded,
+        row: tuple[Any, ...],
+        payload: dict[str, Any],
         calls: dict[int, dict[str, Any]],
         pending: dict[tuple[Any, ...], list[int]],
     ) -> None:
-        e: Any = r.event
-        key = (_clean(e.stream_id), e.call_index, _clean(e.request_hash))
-        if e.type_name == "LlmRequested":
-            calls[r.position] = _new_call(r, _request_fields(e))
-            pending.setdefault(key, []).append(r.position)
+        position, stream_id, type_name = row[0], row[3], row[5]
+        key = (stream_id, payload["call_index"], _clean(payload["request_hash"]))
+        if type_name == "LlmRequested":
+            calls[position] = _new_call(row, payload, _request_fields(payload, row[7]))
+            pending.setdefault(key, []).append(position)
             return
-        result = _result_fields(r)
+        result = _result_fields(position, type_name, payload, row[7])
         # A result pairs with the latest pending request of its stream, call and hash.
         waiting = pending.get(key)
         if waiting:
             calls[waiting.pop()].update(result)
             return
-        row = c.execute(
+        found = c.execute(
             "SELECT position FROM llm_calls WHERE stream_id = ? AND call_index = ? "
             "AND request_hash = ? AND status = 'pending' ORDER BY position DESC LIMIT 1",
             key,
         ).fetchone()
-        if row is None:  # a result with no request (a log cut short): keep it anyway
-            calls[r.position] = _new_call(r, result)
+        if found is None:  # a result with no request (a log cut short): keep it anyway
+            calls[position] = _new_call(row, payload, result)
             return
         columns = ", ".join(f"{k} = ?" for k in result)
         c.execute(
-            f"UPDATE llm_calls SET {columns} WHERE position = ?", (*result.values(), row["position"])
+            f"UPDATE llm_calls SET {columns} WHERE position = ?", (*result.values(), found["position"])
         )
 
 
-_INSERT_EVENT = (
-    "INSERT INTO audit_events (position, event_id, run_id, stream_id, version, type, "
-    "type_version, timestamp, causation_id, command_id, payload) "
-    "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+_EVENT_COLUMN_NAMES = (
+    "position", "event_id", "run_id", "stream_id", "version", "type", "type_version",
+    "timestamp", "causation_id", "command_id", "payload",
 )
 _CALL_COLUMNS = (
     "position", "run_id", "stream_id", "call_index", "request_hash", "status", "model",
@@ -137,58 +147,58 @@ _CALL_COLUMNS = (
     "content", "parsed", "prompt_tokens", "completion_tokens", "latency_s", "cost_usd",
     "error", "requested_at", "completed_at", "result_position",
 )
-_INSERT_CALL = (
-    f"INSERT INTO llm_calls ({', '.join(_CALL_COLUMNS)}) "
-    f"VALUES ({', '.join('?' * len(_CALL_COLUMNS))})"
-)
 
 
-def _new_call(r: Recorded, fields: dict[str, Any]) -> dict[str, Any]:
-    e: Any = r.event
+def _new_call(row: tuple[Any, ...], payload: dict[str, Any], fields: dict[str, Any]) -> dict[str, Any]:
     call: dict[str, Any] = dict.fromkeys(_CALL_COLUMNS)
     call.update(
-        position=r.position, run_id=_clean(e.run_id), stream_id=_clean(e.stream_id),
-        call_index=e.call_index, request_hash=_clean(e.request_hash), status="pending",
-        prompt_tokens=0, completion_tokens=0,
+        position=row[0], run_id=row[2], stream_id=row[3],
+        call_index=payload["call_index"], request_hash=_clean(payload["request_hash"]),
+        status="pending", prompt_tokens=0, completion_tokens=0,
     )
     call.update(fields)
     return call
 
 
-def _request_fields(e: Any) -> dict[str, Any]:
-    params = dict(e.params or {})
+# The LLM fields come from the payload dict (python-mode values, as `Event.payload()`
+# gives them and the log stores them), so typed and stored records give the same rows.
+
+
+def _request_fields(p: dict[str, Any], at: str) -> dict[str, Any]:
+    params = dict(p.get("params") or {})
     seed, temperature = params.get("seed"), params.get("temperature")
+    schema = p.get("response_schema")
     return {
-        "model": _clean(e.model),
-        "messages": _json(e.messages),
+        "model": _clean(p["model"]),
+        "messages": _json(p["messages"]),
         "params": _json(params),
         "seed": seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
         "temperature": float(temperature) if _is_number(temperature) else None,
-        "response_schema": None if e.response_schema is None else _json(e.response_schema),
-        "requested_at": _timestamp(e.timestamp),
+        "response_schema": None if schema is None else _json(schema),
+        "requested_at": at,
     }
 
 
-def _result_fields(r: Recorded) -> dict[str, Any]:
-    e: Any = r.event
-    if e.type_name == "LlmCompleted":
+def _result_fields(position: int, type_name: str, p: dict[str, Any], at: str) -> dict[str, Any]:
+    if type_name == "LlmCompleted":
+        parsed = p.get("parsed")
         return {
             "status": "completed",
-            "response_model": _clean(e.model) or None,
-            "content": _clean(e.content),
-            "parsed": None if e.parsed is None else _json(e.parsed),
-            "prompt_tokens": e.prompt_tokens,
-            "completion_tokens": e.completion_tokens,
-            "latency_s": e.latency_s,
-            "cost_usd": e.cost_usd,
-            "completed_at": _timestamp(e.timestamp),
-            "result_position": r.position,
+            "response_model": _clean(p.get("model", "")) or None,
+            "content": _clean(p["content"]),
+            "parsed": None if parsed is None else _json(parsed),
+            "prompt_tokens": p.get("prompt_tokens", 0),
+            "completion_tokens": p.get("completion_tokens", 0),
+            "latency_s": p.get("latency_s", 0.0),
+            "cost_usd": p.get("cost_usd"),
+            "completed_at": at,
+            "result_position": position,
         }
     return {  # LlmFailed
         "status": "failed",
-        "error": _json(e.error.model_dump(mode="json")),
-        "completed_at": _timestamp(e.timestamp),
-        "result_position": r.position,
+        "error": _json(to_jsonable_python(p["error"])),  # as model_dump(mode="json") gives it
+        "completed_at": at,
+        "result_position": position,
     }
 
 
@@ -503,21 +513,109 @@ def _timestamp(t: datetime) -> str:
     return t.isoformat(timespec="microseconds")
 
 
-def _event_row(r: Recorded) -> tuple[Any, ...]:
-    e: Event = r.event
-    return (
-        r.position,
-        str(e.event_id),
-        _clean(e.run_id),
-        _clean(e.stream_id),
-        e.version,
-        e.type_name,
-        type(e).schema_version,
-        _timestamp(e.timestamp),
-        _clean(e.causation_id),
-        _clean(e.command_id),
-        e.model_dump_json(exclude=_ENVELOPE),  # field order: deterministic per schema
+def _event_rows(
+    records: Sequence[Recorded | StoredRecord],
+) -> Iterator[tuple[tuple[Any, ...], dict[str, Any]]]:
+    """Each event's audit_events row, and its payload (python-mode values, except that
+    UUIDs may come as their text: the same JSON either way).
+
+    A stored record is read from its msgpack without pydantic (`_RowDecoder`), unless
+    it was written at an older schema version (then it is upcast and validated, as a
+    read would). The payload column is `pydantic_core.to_json` of the payload, in field
+    order: the same text as `model_dump_json` of the payload fields, from either kind
+    of record. This loop is most of a rebuild's time, hence the inlining.
+    """
+    decode = _ROWS.decoder.decode
+    versions: dict[str, int] = {}
+    for r in records:
+        if r.__class__ is StoredRecord:
+            fields = decode(r.state)  # type: ignore[union-attr]
+            if fields is not None:
+                schema, event_id, run_id, causation_id, command_id, at, payload = fields
+                type_name = r.type_name  # type: ignore[union-attr]
+                version = versions.get(type_name)
+                if version is None:
+                    version = versions[type_name] = resolve(type_name).schema_version
+                if schema == version:
+                    stream_id = r.stream_id  # type: ignore[union-attr]
+                    yield (
+                        r.position,
+                        event_id,
+                        run_id if "\x00" not in run_id else _clean(run_id),
+                        stream_id if "\x00" not in stream_id else _clean(stream_id),
+                        r.version,  # type: ignore[union-attr]
+                        type_name,
+                        version,
+                        at if len(at) == 32 and at.endswith("+00:00") else _utc_text(at),
+                        causation_id if causation_id is None or "\x00" not in causation_id else _clean(causation_id),
+                        command_id if command_id is None or "\x00" not in command_id else _clean(command_id),
+                        to_json(payload, inf_nan_mode="null").decode(),
+                    ), payload
+                    continue
+        yield _typed_row(r.position, r.event)
+
+
+def _typed_row(position: int, e: Event) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    payload = e.payload()
+    row = (
+        position, str(e.event_id), _clean(e.run_id), _clean(e.stream_id), e.version,
+        e.type_name, type(e).schema_version, _timestamp(e.timestamp), _clean(e.causation_id),
+        _clean(e.command_id), _payload_json(payload),
     )
+    return row, payload
+
+
+class _RowDecoder:
+    """msgpack of a stored event to its fields, with the envelope's event id and time
+    left as text: formatting a UUID and a datetime back to text costs more than the
+    rest of the row. Payload UUIDs come as text too (their JSON is that text); a
+    payload that holds datetimes (their JSON differs from their stored text) or tuple
+    keys is decoded by `events.codec.unpackb` instead: `decode` returns None then.
+    Not thread-safe: one per thread (see `_ROWS`).
+    """
+
+    def __init__(self) -> None:
+        self.datetimes = 0
+
+    def decode(self, data: bytes) -> list[Any] | None:
+        self.datetimes = 0
+        try:
+            fields = msgpack.unpackb(data, ext_hook=self._ext, raw=False, strict_map_key=False)
+        except TypeError:  # a map with tuple keys
+            return None
+        return fields if self.datetimes == 1 else None
+
+    def _ext(self, code: int, data: bytes) -> Any:
+        if code == _UUID_EXT:
+            h = data.hex()
+            return f"{h[:8]}-{h[8:12]}-{h[12:16]}-{h[16:20]}-{h[20:]}"
+        if code == _DATETIME_EXT:
+            self.datetimes += 1
+            return data.decode()
+        return _ext_hook(code, data)
+
+
+class _Rows(threading.local):
+    def __init__(self) -> None:
+        self.decoder = _RowDecoder()
+
+    def decode(self, data: bytes) -> list[Any] | None:
+        return self.decoder.decode(data)
+
+
+_ROWS = _Rows()
+_UUID_EXT, _DATETIME_EXT = 1, 2  # events.codec's extension codes
+
+
+def _utc_text(iso: str) -> str:
+    """`_timestamp` of a stored `datetime.isoformat()` text (UTC with microseconds,
+    32 characters, is already that text: the caller checks)."""
+    t = datetime.fromisoformat(iso)
+    return _timestamp(t if t.tzinfo else t.replace(tzinfo=timezone.utc))
+
+
+def _payload_json(payload: dict[str, Any]) -> str:
+    return to_json(payload, inf_nan_mode="null").decode()  # pydantic's default for models
 
 
 def _audit_event(row: dict[str, Any]) -> AuditEvent:

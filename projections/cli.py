@@ -1,4 +1,5 @@
-"""`chorus projections status` and `chorus projections rebuild [NAME]`.
+"""`chorus projections status`, `chorus projections rebuild [NAME]` and
+`chorus snapshot STREAM_ID [--at VERSION] [--out FILE]`.
 
 Wired into the `chorus` command by `add_parsers(subparsers)`. Bad input (an unknown
 projection, an unreachable store) raises ValueError / StoreUnavailable with a one-line
@@ -9,7 +10,9 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 from events.store import EventStore
 
@@ -29,6 +32,15 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     rebuild.add_argument("name", nargs="?", help="projection name (default: all)")
     _store_option(rebuild)
     rebuild.set_defaults(func=cmd_rebuild)
+
+    snap = subparsers.add_parser(
+        "snapshot", help="an actor's state as a snapshot (JSON) at its latest or a chosen version"
+    )
+    snap.add_argument("stream_id", help="e.g. agent:RUN_ID or run:RUN_ID")
+    snap.add_argument("--at", type=int, metavar="VERSION", help="stream version (default: latest)")
+    snap.add_argument("--out", type=Path, metavar="FILE", help="write it to FILE atomically instead of printing it")
+    _store_option(snap)
+    snap.set_defaults(func=cmd_snapshot)
 
 
 def _store_option(p: argparse.ArgumentParser) -> None:
@@ -57,6 +69,21 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     with _store(args) as store:
         for result in ProjectionRunner(store).rebuild(args.name):
             print(result.line())
+    return 0
+
+
+def cmd_snapshot(args: argparse.Namespace) -> int:
+    from projections.snapshots import snapshot_at, write_snapshot
+
+    if args.out is not None and not (args.out.parent if str(args.out.parent) else Path(".")).is_dir():
+        raise FileNotFoundError(f"cannot write {args.out}: folder {args.out.parent} does not exist")
+    with _store(args) as store:
+        snapshot = snapshot_at(store, args.stream_id, args.at)
+    if args.out is None:
+        sys.stdout.write(snapshot.to_json())
+    else:
+        write_snapshot(args.out, snapshot)
+        print(f"wrote {args.stream_id} at version {snapshot.version} to {args.out}")
     return 0
 
 

@@ -11,6 +11,17 @@ A projection that reads only some event types still tracks the log head it caugh
 to, so its lag is zero when nothing it wants is left. That is safe because the store
 never commits a lower position after a higher one (PostgreSQL: the library locks the
 events table on insert; SQLite and memory: writes are serialized).
+
+Rebuilding a long log (`rebuild`, or a view found at another schema version, or a view
+new to a log of at least `bulk_threshold` events) is a bulk load: the projection's
+secondary `indexes` are dropped while it loads, batches are `bulk_batch_size` events,
+and the indexes come back when it has caught up (or, after a crash mid-load, when the
+next runner opens the view). Each batch is still one transaction with the position,
+so exactly-once holds the same way; only the indexes are late.
+
+A projection with `stored = True` is read straight from the recorder's rows
+(`select_notifications`) and decodes what it needs itself; others get typed events
+through `EventStore.read_all`. After each commit the runner calls `committed(views)`.
 """
 
 from __future__ import annotations
@@ -20,15 +31,17 @@ import time
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import islice
+from typing import Any
 
 from events.store import EventStore, Recorded
 from projections.projection import (
     Projection,
+    StoredRecord,
     UnknownProjection,
     projection_names,
     registered_projections,
 )
-from projections.views import PositionMoved, ViewStore
+from projections.views import PositionMoved, ViewCursor, ViewStore
 
 
 @dataclass(frozen=True)
@@ -81,9 +94,13 @@ class ProjectionRunner:
         *,
         views: ViewStore | None = None,
         batch_size: int = 500,
+        bulk_batch_size: int = 5_000,
+        bulk_threshold: int = 10_000,
     ) -> None:
         if batch_size < 1:
             raise ValueError(f"batch_size must be at least 1, not {batch_size}")
+        if bulk_batch_size < 1:
+            raise ValueError(f"bulk_batch_size must be at least 1, not {bulk_batch_size}")
         self.store = store
         chosen = list(registered_projections() if projections is None else projections)
         self.projections: dict[str, Projection] = {}
@@ -95,7 +112,10 @@ class ProjectionRunner:
             self.projections[p.name] = p
         self.views = views or ViewStore.for_store(store)
         self.batch_size = batch_size
+        self.bulk_batch_size = bulk_batch_size
+        self.bulk_threshold = bulk_threshold  # events behind, from 0, that make a bulk load
         self._ensured: set[str] = set()
+        self._bulk: set[str] = set()  # projections loading in bulk (their indexes dropped)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self.error: BaseException | None = None  # what ended a background runner
@@ -148,11 +168,11 @@ class ProjectionRunner:
         results = []
         for p in self._chosen(name):
             started = time.perf_counter()
+            bulk = self.store.max_position() >= self.bulk_threshold
             with self.views.transaction() as c:
                 self.views.lock(c, p.name)
-                p.drop(c)
-                p.create(c)
-                self.views.reset(c, p.name, p.schema_version)
+                self.views.hold(c, p.name)
+                self._reset(c, p, bulk)
             self._ensured.add(p.name)
             events = self._catch_up(p)
             results.append(
@@ -164,8 +184,10 @@ class ProjectionRunner:
         """Create the view on first use; rebuild it from 0 if built at another schema version."""
         if p.name in self._ensured:
             return
+        bulk = self.store.max_position() >= self.bulk_threshold
         with self.views.transaction() as c:
             self.views.lock(c, p.name)
+            self.views.hold(c, p.name)  # no batch of another runner is half-way now
             stored = self.views.stored_schema(c, p.name)
             if stored is not None and stored > p.schema_version:
                 raise ValueError(
@@ -173,10 +195,24 @@ class ProjectionRunner:
                     f"code's v{p.schema_version}: upgrade, or rebuild it with this version"
                 )
             if stored != p.schema_version or not self.views.has_position(c, p.name):
-                p.drop(c)
-                p.create(c)
-                self.views.reset(c, p.name, p.schema_version)
+                self._reset(c, p, bulk)
+            elif p.name not in self._bulk:
+                p.create_indexes(c)  # back, if a bulk load died before making them
         self._ensured.add(p.name)
+        p.committed(self.views)  # finish what a crash after a commit left undone
+
+    def _reset(self, c: ViewCursor, p: Projection, bulk: bool) -> None:
+        p.drop(c)
+        p.create(c)
+        self.views.reset(c, p.name, p.schema_version)
+        if bulk:
+            p.drop_indexes(c)
+            self._bulk.add(p.name)
+        else:
+            self._bulk.discard(p.name)
+
+    def _batch_size(self, p: Projection) -> int:
+        return max(self.batch_size, self.bulk_batch_size) if p.name in self._bulk else self.batch_size
 
     def _catch_up(
         self, p: Projection, *, stop: threading.Event | None = None, max_batches: int | None = None
@@ -187,30 +223,58 @@ class ProjectionRunner:
         while position < head:
             if (stop is not None and stop.is_set()) or (max_batches is not None and batches >= max_batches):
                 break
+            size = self._batch_size(p)
             records = self._read(p, position, head)
             # A short page holds every wanted event up to head: the position may move there.
-            last = records[-1].position if len(records) == self.batch_size else head
-            try:
-                with self.views.transaction() as c:
-                    self.views.claim(c, p.name, position)
-                    if records:
-                        p.apply_batch(c, records)
-                    self.views.track(c, p.name, last)
-            except PositionMoved:
+            last = records[-1].position if len(records) == size else head
+            done = self._apply(p, position, last, records)
+            if done is None:
                 # Another runner (or a rebuild) moved it: nothing of ours was written.
                 position = self.views.position(p.name)
                 continue
             position = last
-            applied += len(records)
+            applied += done
             batches += 1
+        if p.name in self._bulk:
+            self._end_bulk(p)
         return applied
 
-    def _read(self, p: Projection, position: int, head: int) -> list[Recorded]:
-        pages = self.store.read_all(
-            position + 1, to_position=head, types=p.types, batch=self.batch_size
-        )
+    def _apply(self, p: Projection, position: int, last: int, records: list[Any]) -> int | None:
+        """One batch in one transaction; None if the position was not `position` any more."""
         try:
-            return list(islice(pages, self.batch_size))
+            with self.views.transaction() as c:
+                self.views.claim(c, p.name, position)
+                if records:
+                    p.apply_batch(c, records)
+                self.views.track(c, p.name, last)
+        except PositionMoved:
+            return None
+        p.committed(self.views)
+        return len(records)
+
+    def _end_bulk(self, p: Projection) -> None:
+        """Make the indexes a bulk load dropped (also when it stopped early: a runner
+        that resumes later loads with them, more slowly but correctly)."""
+        with self.views.transaction() as c:
+            self.views.lock(c, p.name)
+            self.views.hold(c, p.name)
+            p.create_indexes(c)
+        self._bulk.discard(p.name)
+
+    def _read(self, p: Projection, position: int, head: int) -> list[Recorded] | list[StoredRecord]:
+        size = self._batch_size(p)
+        if p.stored:
+            with self.store._available():
+                page = self.store.recorder.select_notifications(
+                    position + 1, size, stop=head, topics=p.types
+                )
+            return [
+                StoredRecord(n.id, n.originator_id, n.originator_version, n.topic, n.state)  # type: ignore[arg-type]
+                for n in page
+            ]
+        pages = self.store.read_all(position + 1, to_position=head, types=p.types, batch=size)
+        try:
+            return list(islice(pages, size))
         finally:
             pages.close()
 

@@ -90,6 +90,21 @@ class ViewCursor:
         if rows:
             self._cur.executemany(_pg_sql(sql) if self._pg else sql, rows)
 
+    def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
+        """Plain inserts of many rows (no ON CONFLICT): COPY on PostgreSQL, where it is
+        several times faster than executemany; executemany on SQLite."""
+        if not rows:
+            return
+        if self._pg:
+            with self._cur.copy(f"COPY {table} ({', '.join(columns)}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            self._cur.executemany(
+                f"INSERT INTO {table} ({', '.join(columns)}) VALUES ({', '.join('?' * len(columns))})",
+                rows,
+            )
+
     def fetchone(self) -> dict[str, Any] | None:
         row = self._cur.fetchone()
         return None if row is None else dict(row)
@@ -212,6 +227,23 @@ class ViewStore:
             c.execute(
                 f"UPDATE {SCHEMAS_TABLE} SET schema_version = schema_version WHERE name = ?",
                 (projection,),
+            )
+
+    def hold(self, c: ViewCursor, projection: str) -> None:
+        """Lock the projection's tracked position, whatever it is, before changing its
+        tables' structure (indexes, drop, create). Batches lock it first too (`claim`),
+        so both take their locks in the same order: tracked position, then tables."""
+        name = tracking_name(projection)
+        if self.dialect == "postgres":
+            c.execute(
+                f"SELECT notification_id FROM {self.tracking_table} WHERE application_name = ? FOR UPDATE",
+                (name,),
+            )
+        else:
+            c.execute(
+                f"UPDATE {self.tracking_table} SET notification_id = notification_id "
+                "WHERE application_name = ?",
+                (name,),
             )
 
     def claim(self, c: ViewCursor, projection: str, expected: int) -> None:

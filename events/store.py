@@ -119,16 +119,17 @@ class EventStore:
         # `expected_version` events cannot leave a gap: append may skip its version read.
         self._known: dict[str, int] = {}
         try:
-            with _creating_tables(env):
-                self.factory = InfrastructureFactory.construct(env=env)
-                # CREATE_TABLE=y: this touches the database now, so an unreachable store
-                # fails here rather than at first use (later failures: see _available).
-                self.recorder: ApplicationRecorder = self.factory.application_recorder()
-                self.snapshots: AggregateRecorder = self.factory.aggregate_recorder(
-                    "snapshots"
-                )
-            if self.backend == "sqlite":
-                self._enable_wal()
+            for attempt in range(_OPEN_ATTEMPTS):
+                try:
+                    self._open(env)
+                    break
+                except (PersistenceError, OSError) as e:
+                    # Stores opened at once on a fresh SQLite file (actors starting
+                    # together) can find it locked while another creates the tables.
+                    if "locked" not in str(e) or attempt == _OPEN_ATTEMPTS - 1:
+                        raise
+                    self.close()
+                    time.sleep(min(2.0, 0.05 * 2**attempt))
         except (PersistenceError, OSError) as e:
             self.close()  # stop the connection pool's reconnect workers
             reason = None
@@ -357,12 +358,28 @@ class EventStore:
     def _decode(self, s: StoredEvent | Notification) -> Event:
         return decode_event(s.topic, str(s.originator_id), s.originator_version, s.state)
 
+    def _open(self, env: dict[str, str]) -> None:
+        with _creating_tables(env):
+            self.factory = InfrastructureFactory.construct(env=env)
+            # CREATE_TABLE=y: this touches the database now, so an unreachable store
+            # fails here rather than at first use (later failures: see _available).
+            self.recorder: ApplicationRecorder = self.factory.application_recorder()
+            self.snapshots: AggregateRecorder = self.factory.aggregate_recorder("snapshots")
+        if self.backend == "sqlite":
+            self._enable_wal()
+
     def _enable_wal(self) -> None:
         datastore = getattr(self.factory, "datastore", None)
         if datastore is None or getattr(datastore, "is_sqlite_memory_mode", False):
             return
         with datastore.transaction(commit=True) as c:
-            c.execute("PRAGMA journal_mode=WAL")
+            c.execute("PRAGMA journal_mode")
+            row = c.fetchone()
+            if row is None or str(row[0]).lower() != "wal":  # WAL is a property of the file
+                c.execute("PRAGMA journal_mode=WAL")
+
+
+_OPEN_ATTEMPTS = 8
 
 
 def _stop_when(

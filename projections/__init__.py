@@ -25,6 +25,7 @@ from projections.snapshots import ActorSnapshot, SnapshotProjection, read_snapsh
 from projections.views import ViewCursor, ViewStore
 
 __all__ = [
+    "ActorSnapshot",
     "AuditEvent",
     "AuditProjection",
     "AuditTrail",
@@ -33,11 +34,19 @@ __all__ = [
     "ProjectionRunner",
     "ProjectionStatus",
     "RebuildResult",
+    "RelayCheckpoints",
+    "RelayCheckpointsProjection",
+    "ResearchHistory",
+    "ResearchHistoryProjection",
+    "ResearchRecord",
+    "SnapshotProjection",
     "UnknownProjection",
     "Usage",
     "ViewCursor",
     "ViewStore",
     "projection_names",
     "register_projection",
+    "read_snapshot",
     "registered_projections",
+    "snapshot_at",
 ]

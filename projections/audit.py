@@ -20,15 +20,12 @@ because PostgreSQL text cannot hold it, while JSON columns keep it escaped):
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
-import tempfile
 import threading
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 from typing import Any
 
 import msgpack
@@ -38,6 +35,7 @@ from events.base import Event
 from events.codec import _ext_hook
 from events.registry import resolve
 from events.store import EventStore, Recorded
+from projections.files import write_atomically
 from projections.projection import Projection, StoredRecord, register_projection
 from projections.views import ViewCursor, ViewStore
 
@@ -399,7 +397,7 @@ class AuditTrail:
                 head = json.dumps(row, ensure_ascii=False, separators=(",", ":"))
                 yield f'{head[:-1]},"payload":{payload}}}\n'
 
-        return _write_atomically(Path(path), lines())
+        return write_atomically(path, lines())
 
     # -- LLM calls -------------------------------------------------------------------------
 
@@ -452,7 +450,7 @@ class AuditTrail:
                 }
                 yield json.dumps(record, ensure_ascii=False, separators=(",", ":")) + "\n"
 
-        return _write_atomically(Path(path), lines())
+        return write_atomically(path, lines())
 
     # -- usage -----------------------------------------------------------------------------
 
@@ -645,27 +643,3 @@ def _llm_call(row: dict[str, Any]) -> LlmCall:
     for column in ("position", "call_index", "prompt_tokens", "completion_tokens"):
         values[column] = int(values[column])
     return LlmCall(**values)
-
-
-def _write_atomically(path: Path, lines: Iterable[str]) -> int:
-    """Write to a temporary file beside `path`, then rename it over `path`: a reader
-    sees the old file or the new one, never half of one."""
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise FileNotFoundError(f"cannot write {path}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{path.name}.", suffix=".tmp")
-    count = 0
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            for line in lines:
-                f.write(line)
-                count += 1
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 is for the temporary file only
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-    return count

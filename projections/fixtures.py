@@ -8,14 +8,13 @@ recorded by older code still loads; one with no upcaster for its version fails c
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from events.registry import MissingUpcaster, UnknownEventType, resolve, upcast
 from events.store import EventStore
 
+from projections.files import write_atomically
 from projections.replay import run_records
 
 
@@ -42,11 +41,7 @@ def export_run(store: EventStore, run_id: str, path: Path) -> int:
             )
         )
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write("\n".join(lines) + "\n")
-    os.chmod(tmp, 0o644)
-    os.replace(tmp, path)
+    write_atomically(path, ["\n".join(lines) + "\n"])
     return len(lines)
 
 

@@ -42,11 +42,9 @@ Changing `every` changes the view: rebuild it (`chorus projections rebuild snaps
 
 from __future__ import annotations
 
-import contextlib
 import copy
 import json
 import os
-import tempfile
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from pathlib import Path
@@ -58,6 +56,7 @@ from pydantic import BaseModel, ConfigDict
 
 from events.base import Event, State
 from events.store import EventStore, StoreUnavailable
+from projections.files import write_atomically
 from projections.projection import Projection, StoredRecord, register_projection
 from projections.views import ViewCursor, ViewStore
 
@@ -204,25 +203,8 @@ def read_snapshot(path: str | os.PathLike[str]) -> ActorSnapshot:
 
 
 def write_snapshot(path: str | os.PathLike[str], snapshot: ActorSnapshot, *, durable: bool = True) -> None:
-    """Write atomically: a temporary file beside `path` (fsync'd when `durable`), then
-    renamed over it, so a reader sees the old file or the new one, never half of one."""
-    target = Path(path)
-    folder = target.parent if str(target.parent) else Path(".")
-    if not folder.is_dir():
-        raise FileNotFoundError(f"cannot write {target}: folder {folder} does not exist")
-    fd, tmp = tempfile.mkstemp(dir=folder, prefix=f".{target.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(snapshot.to_json())
-            if durable:
-                f.flush()
-                os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)  # mkstemp's 0600 is for the temporary file only
-        os.replace(tmp, target)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    """Write atomically (fsync'd when `durable`): a reader sees the old file or the new one."""
+    write_atomically(path, [snapshot.to_json()], durable=durable)
 
 
 def stream_folder(stream_id: str) -> str:

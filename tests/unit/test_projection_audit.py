@@ -19,6 +19,7 @@ from events.effects import (
     ToolReturned,
 )
 from events.runs import RunCompleted, RunFailed, RunStarted, RunSubmitted
+from projections.files import write_atomically
 from projections import AuditProjection, AuditTrail, ProjectionRunner
 from projections import audit as audit_module
 
@@ -213,7 +214,7 @@ def test_an_export_that_fails_leaves_the_old_file_whole(tmp_path):
         raise RuntimeError("disk full")
 
     with pytest.raises(RuntimeError):
-        audit_module._write_atomically(path, lines())
+        write_atomically(path, lines())
     assert path.read_text() == "old\n"
     assert os.listdir(tmp_path) == ["audit.jsonl"]
 

@@ -19,9 +19,9 @@ from events.effects import (
     ToolReturned,
 )
 from events.runs import RunCompleted, RunFailed, RunStarted, RunSubmitted
-from projections.files import write_atomically
 from projections import AuditProjection, AuditTrail, ProjectionRunner
 from projections import audit as audit_module
+from projections.files import write_atomically
 
 T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 

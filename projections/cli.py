@@ -19,7 +19,7 @@ from events.store import EventStore
 
 def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
     proj = subparsers.add_parser(
-        "projections", help="read models built from the log: status, rebuild"
+        "projections", help="read models built from the log: status, rebuild, follow"
     )
     proj.set_defaults(func=lambda args: _usage(proj))
     sub = proj.add_subparsers(metavar="ACTION")
@@ -32,6 +32,11 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     rebuild.add_argument("name", nargs="?", help="projection name (default: all)")
     _store_option(rebuild)
     rebuild.set_defaults(func=cmd_rebuild)
+
+    follow = sub.add_parser("follow", help="catch up, then keep every view current as events arrive")
+    follow.add_argument("--seconds", type=float, metavar="N", help="stop after N seconds (default: until Ctrl-C)")
+    _store_option(follow)
+    follow.set_defaults(func=cmd_follow)
 
     snap = subparsers.add_parser(
         "snapshot", help="an actor's state as a snapshot (JSON) at its latest or a chosen version"
@@ -69,6 +74,25 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
     with _store(args) as store:
         for result in ProjectionRunner(store).rebuild(args.name):
             print(result.line())
+    return 0
+
+
+def cmd_follow(args: argparse.Namespace) -> int:
+    import sys
+    import threading
+
+    from projections.runner import ProjectionRunner
+
+    stop = threading.Event()
+    with _store(args) as store:
+        runner = ProjectionRunner(store)
+        print("following the log (Ctrl-C to stop)", file=sys.stderr, flush=True)
+        try:
+            runner.run_forever(stop, timeout=args.seconds)
+        except KeyboardInterrupt:
+            stop.set()
+        for s in runner.status():
+            print(s.line())
     return 0
 
 

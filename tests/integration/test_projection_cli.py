@@ -105,3 +105,10 @@ def test_it_runs_in_a_fresh_process(filled):
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("rebuilt audit: 2 events")
+
+
+def test_follow_catches_up_and_stops_after_its_time(filled, capsys):
+    code, out, err = run(["projections", "follow", "--seconds", "1", "--store", filled], capsys)
+    assert code == 0 and "following the log" in err
+    lines = out.splitlines()
+    assert lines and all(" lag        0" in line for line in lines), out

@@ -11,8 +11,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from actors.runtime.registry import Registry, Tool
-from actors.tools import files
-from actors.tools.files import ReadFile, SearchFiles, ToolInputError, query_terms, read, search
+from actors.tools import search as search_module
+from actors.tools.files import ReadFile, SearchFiles, ToolInputError, read, search
+from actors.tools.search import query_terms
 
 STORE = """\
 import sqlite3
@@ -100,7 +101,7 @@ def test_search_ranks_by_distinct_terms_and_shows_numbered_lines(tree: Path) -> 
 
 def test_search_skips_git_cache_binary_huge_and_links_out(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tree / "huge.txt").write_text("sqlite recorder " * 100)
-    monkeypatch.setattr(files, "MAX_FILE_BYTES", 1000)
+    monkeypatch.setattr(search_module, "MAX_FILE_BYTES", 1000)
     out = search(tree, "sqlite recorder")
     for skipped in (".git/", "__pycache__", "blob.dat", "huge.txt", "link_out.py", "dir_out", "SECRET"):
         assert skipped not in out

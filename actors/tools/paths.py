@@ -1,0 +1,140 @@
+"""What both file tools share: their limits, and confinement to the root folder (`../`,
+absolute paths and symlinks that lead outside are refused with `ToolInputError`)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+
+class ToolInputError(ValueError):
+    """The model called a tool wrongly; the message is the observation to show it."""
+
+
+# -- limits ---------------------------------------------------------------------------------
+
+MAX_FILE_BYTES = 1_000_000  # bigger files are skipped by search (generated data, logs, dumps)
+MAX_FILES_SCANNED = 20_000
+READ_WINDOW = 50  # lines shown when no end_line is given (small models: keep prompts short)
+READ_MAX_LINES = 120  # hard cap on one read
+LINE_CHARS = 200  # longer lines are cut, in reads
+HIT_CHARS = 120  # and in search hits
+
+SKIP_DIRS = frozenset(
+    {
+        ".git", ".hg", ".svn", "__pycache__", "node_modules", ".venv", "venv", ".tox",
+        ".mypy_cache", ".pytest_cache", ".ruff_cache", ".hypothesis", ".idea", ".vscode",
+        ".eggs",
+    }
+)  # fmt: skip
+BINARY_SUFFIXES = frozenset(
+    {
+        ".pyc", ".pyo", ".so", ".dll", ".dylib", ".o", ".a", ".exe", ".bin", ".gguf", ".pt",
+        ".npy", ".npz", ".png", ".jpg", ".jpeg", ".gif", ".ico", ".pdf", ".zip", ".gz", ".tgz",
+        ".bz2", ".xz", ".whl", ".tar", ".sqlite", ".db", ".woff", ".woff2", ".ttf", ".jar",
+    }
+)  # fmt: skip
+
+
+# -- root confinement ---------------------------------------------------------------------
+
+
+def _root(root: str | os.PathLike[str]) -> Path:
+    path = Path(root).expanduser().resolve()
+    if not path.is_dir():
+        raise NotADirectoryError(f"tool root {str(root)!r} is not a folder")
+    return path
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or path.is_relative_to(root)
+
+
+def _rel(path: Path, root: Path) -> str:
+    return path.relative_to(root).as_posix() or "."
+
+
+def resolve_in_root(root: str | os.PathLike[str], path: str) -> Path:
+    """The real path of `path` (relative to root, or absolute inside it); refuses any escape.
+
+    `..` segments, absolute paths elsewhere and symlinks whose target lies outside the root
+    are all refused, whether or not the target exists.
+    """
+    base = _root(root)
+    text = _clean_path(path)
+    if not text:
+        raise ToolInputError("read_file needs a path relative to the root folder, e.g. path='README.md'")
+    candidate = base / text
+    lexical = Path(os.path.normpath(candidate))
+    if not _inside(lexical, base):
+        hint = ""
+        if Path(text).is_absolute():
+            stripped = text.lstrip("/\\")
+            if stripped and _inside(Path(os.path.normpath(base / stripped)), base) and (base / stripped).exists():
+                hint = f" Did you mean path='{stripped}'?"
+        raise ToolInputError(
+            f"Refused: '{text}' is outside the root folder; paths are relative to the root, "
+            f"as search_files prints them (e.g. '{_example_file(base)}').{hint}"
+        )
+    real = candidate.resolve()
+    if not _inside(real, base):
+        raise ToolInputError(
+            f"Refused: '{text}' is a link that points outside the root folder; only files under the root can be read."
+        )
+    return real
+
+
+def _clean_path(path: Any) -> str:
+    text = str(path if path is not None else "").strip().strip("'\"`").strip()
+    text = text.replace("\\", "/") if "\\" in text and "/" not in text else text
+    while text.startswith("./"):
+        text = text[2:]
+    return text
+
+
+def _example_file(root: Path) -> str:
+    for entry in _listing(root):
+        if not entry.endswith("/") and not entry.startswith("_"):
+            return entry
+    return "README.md"
+
+
+def _listing(folder: Path, limit: int = 40) -> list[str]:
+    """Names in `folder`, folders first with a trailing '/'; hidden, junk and links left out."""
+    try:
+        entries = sorted(folder.iterdir(), key=lambda p: (not p.is_dir(), p.name.lower()))
+    except OSError:
+        return []
+    out = []
+    for entry in entries:
+        if entry.name in SKIP_DIRS or entry.name.startswith(".") or entry.name.endswith(".egg-info"):
+            continue
+        if entry.is_symlink():
+            continue
+        out.append(entry.name + "/" if entry.is_dir() else entry.name)
+    return out[:limit]
+
+
+def _walk(root: Path) -> Iterator[Path]:
+    """Text-file candidates under root in a stable order; symlinks are not followed."""
+    count = 0
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        dirnames[:] = sorted(
+            d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info")
+        )
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            if path.suffix.lower() in BINARY_SUFFIXES:
+                continue
+            if path.is_symlink():  # outside: refused; inside: found where it really is
+                continue
+            count += 1
+            if count > MAX_FILES_SCANNED:
+                return
+            yield path
+
+
+def _is_binary(sample: bytes) -> bool:
+    return b"\0" in sample[:8192]

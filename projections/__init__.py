@@ -19,9 +19,18 @@ from projections.projection import (
     registered_projections,
 )
 from projections.relay_checkpoints import RelayCheckpoints, RelayCheckpointsProjection
-from projections.research_history import ResearchHistory, ResearchHistoryProjection, ResearchRecord
+from projections.research_history import (
+    ResearchHistory,
+    ResearchHistoryProjection,
+    ResearchRecord,
+)
 from projections.runner import ProjectionRunner, ProjectionStatus, RebuildResult
-from projections.snapshots import ActorSnapshot, SnapshotProjection, read_snapshot, snapshot_at
+from projections.snapshots import (
+    ActorSnapshot,
+    SnapshotProjection,
+    read_snapshot,
+    snapshot_at,
+)
 from projections.views import ViewCursor, ViewStore
 
 __all__ = [

@@ -35,6 +35,7 @@ from events.base import Event
 from events.codec import _ext_hook
 from events.registry import resolve
 from events.store import EventStore, Recorded
+from projections.columns import _clean, _json, _timestamp
 from projections.files import write_atomically
 from projections.projection import Projection, StoredRecord, register_projection
 from projections.views import ViewCursor, ViewStore
@@ -491,24 +492,6 @@ class AuditTrail:
 # -- encoding --------------------------------------------------------------------------------
 
 
-_ENCODER = json.JSONEncoder(sort_keys=True, ensure_ascii=False, separators=(",", ":"), default=str)
-
-
-def _json(value: Any) -> str:
-    return _ENCODER.encode(value)
-
-
-def _clean(text: str | None) -> str | None:
-    """PostgreSQL TEXT cannot hold NUL: replace it (everywhere, so every backend agrees).
-    JSON columns need no cleaning: JSON escapes NUL."""
-    return text if text is None or "\x00" not in text else text.replace("\x00", "\ufffd")
-
-
-def _timestamp(t: datetime) -> str:
-    """UTC, fixed width: text order is time order (naive datetimes are taken as UTC)."""
-    if t.tzinfo is not timezone.utc:
-        t = t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
-    return t.isoformat(timespec="microseconds")
 
 
 def _event_rows(

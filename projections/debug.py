@@ -14,7 +14,6 @@ from actors.runtime.run import RunLifecycle
 from actors.runtime.shell import rebuild
 from events.base import Event, State
 from events.store import EventStore
-
 from projections.replay import agent_name, agent_streams, run_records
 
 ERROR_TYPES = frozenset({"LlmFailed", "AgentFailed", "RunFailed", "BudgetExceeded", "StepRejected"})

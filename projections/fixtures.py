@@ -13,7 +13,6 @@ from typing import Any
 
 from events.registry import MissingUpcaster, UnknownEventType, resolve, upcast
 from events.store import EventStore
-
 from projections.files import write_atomically
 from projections.replay import run_records
 

@@ -35,7 +35,7 @@ from typing import Any
 
 from events.errors import ErrorInfo
 from events.store import EventStore, Recorded
-from projections.audit import _clean, _json, _timestamp
+from projections.columns import _clean, _json, _timestamp
 from projections.projection import Projection, register_projection
 from projections.views import ViewCursor, ViewStore
 

@@ -19,9 +19,11 @@ and the indexes come back when it has caught up (or, after a crash mid-load, whe
 next runner opens the view). Each batch is still one transaction with the position,
 so exactly-once holds the same way; only the indexes are late.
 
-A projection with `stored = True` is read straight from the recorder's rows
-(`select_notifications`) and decodes what it needs itself; others get typed events
-through `EventStore.read_all`. After each commit the runner calls `committed(views)`.
+A projection with `stored = True` is read straight from the recorder's rows and
+decodes what it needs itself (`ViewStore.read_log` when the views share the store's
+database: plain tuples, not the library's `Notification`s; `select_notifications` on the
+in-memory store); others get typed events through `EventStore.read_all`. After each
+commit the runner calls `committed(views)`.
 """
 
 from __future__ import annotations
@@ -263,6 +265,8 @@ class ProjectionRunner:
 
     def _read(self, p: Projection, position: int, head: int) -> list[Recorded] | list[StoredRecord]:
         size = self._batch_size(p)
+        if p.stored and self.views.log_table is not None:
+            return self.views.read_log(position, head, size, p.types)
         if p.stored:
             with self.store._available():
                 page = self.store.recorder.select_notifications(

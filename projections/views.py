@@ -16,6 +16,11 @@ row (or an advisory lock), on SQLite a write that starts the write transaction (
 read snapshot taken before a write can fail at once with "database is locked"). Two
 runners on one projection therefore serialize, and a runner whose expected position
 moved underneath it (another runner, a rebuild) rolls back and re-reads.
+
+Views in the store's own database read stored events with `read_log`: the library's
+`select_notifications` query on the recorder's table, as plain tuples, without its
+per-row `Notification` objects and dict rows (which cost about as much as the rest of
+the read).
 """
 
 from __future__ import annotations
@@ -32,6 +37,7 @@ from eventsourcing.postgres import PostgresTrackingRecorder
 from eventsourcing.sqlite import SQLiteDatastore, SQLiteTrackingRecorder
 
 from events.store import EventStore, StoreUnavailable, one_line, redact
+from projections.projection import StoredRecord
 
 SCHEMAS_TABLE = "projection_schemas"
 _CREATE_SCHEMAS = (
@@ -141,6 +147,8 @@ class ViewStore:
         else:
             self.tracking_table = "tracking"
             self.schema = ""
+        # The store's events table, when it is in this database (`read_log`); set by for_store.
+        self.log_table: str | None = None
 
     @classmethod
     def for_store(cls, store: EventStore) -> ViewStore:
@@ -160,12 +168,17 @@ class ViewStore:
                 recorder = SQLiteViewRecorder(datastore)
                 recorder.create_table()
                 return cls(recorder, "sqlite", store.url, owns_datastore=True)
+            table = store.recorder.events_table_name
             if store.backend == "sqlite":
                 recorder = store.factory.tracking_recorder(SQLiteViewRecorder)
-                return cls(recorder, "sqlite", store.url, owns_datastore=False)
+                views = cls(recorder, "sqlite", store.url, owns_datastore=False)
+                views.log_table = _quoted(table)
+                return views
             with _pg_creating_tables(store.factory.datastore):
                 recorder = store.factory.tracking_recorder(PostgresViewRecorder)
-            return cls(recorder, "postgres", store.url, owns_datastore=False)
+            views = cls(recorder, "postgres", store.url, owns_datastore=False)
+            views.log_table = _pg_name(store.factory.datastore.schema, table)
+            return views
         except (OperationalError, InterfaceError) as e:
             raise StoreUnavailable(
                 f"cannot open views in {redact(store.url)}: {one_line(e)}"
@@ -267,6 +280,43 @@ class ViewStore:
         """Record `position` as processed, in the transaction of `c` (the library's insert)."""
         self.recorder._insert_tracking(c.raw, Tracking(tracking_name(projection), position))
 
+    def read_log(self, after: int, head: int, limit: int, types: Sequence[str] = ()) -> list[StoredRecord]:
+        """Up to `limit` stored events after position `after` up to `head` (of `types`, if
+        any), in a read transaction of their own: what `select_notifications(after + 1,
+        limit, stop=head, topics=types)` returns, as StoredRecords. Only with `log_table`."""
+        if self.log_table is None:
+            raise RuntimeError(f"views in {redact(self.url)} do not share the store's database")
+        with self.available(), self.recorder.datastore.transaction(commit=False) as raw:
+            if self.dialect == "postgres":
+                from psycopg.rows import tuple_row
+
+                where = " AND topic = ANY(%s)" if types else ""
+                params: list[Any] = [after, head, *([list(types)] if types else []), limit]
+                with raw.connection.cursor(row_factory=tuple_row) as cur:
+                    cur.execute(
+                        "SELECT notification_id, originator_id, originator_version, topic, state "
+                        f"FROM {self.log_table} WHERE notification_id > %s AND notification_id <= %s"
+                        f"{where} ORDER BY notification_id LIMIT %s",
+                        params,
+                        prepare=True,
+                    )
+                    rows = cur.fetchall()
+                return [
+                    StoredRecord(n, o, v, t, s if s.__class__ is bytes else bytes(s)) for n, o, v, t, s in rows
+                ]
+            cur = raw.sqlite_cursor.connection.cursor()
+            cur.row_factory = None  # plain tuples
+            try:
+                where = f" AND topic IN ({', '.join('?' * len(types))})" if types else ""
+                cur.execute(
+                    "SELECT rowid, originator_id, originator_version, topic, state "
+                    f"FROM {self.log_table} WHERE rowid > ? AND rowid <= ?{where} ORDER BY rowid LIMIT ?",
+                    (after, head, *types, limit),
+                )
+                return [StoredRecord(*row) for row in cur.fetchall()]
+            finally:
+                cur.close()
+
     def stored_schema(self, c: ViewCursor, projection: str) -> int | None:
         row = c.execute(
             f"SELECT schema_version FROM {SCHEMAS_TABLE} WHERE name = ?", (projection,)
@@ -313,6 +363,14 @@ _LOCK = threading.Lock()
 _VIEWS: weakref.WeakKeyDictionary[EventStore, ViewStore] = weakref.WeakKeyDictionary()
 
 _SQLITE_OUTAGE = ("unable to open", "locked", "disk i/o", "readonly", "read-only", "busy", "closed")
+
+
+def _quoted(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _pg_name(schema: str, name: str) -> str:
+    return f"{_quoted(schema)}.{_quoted(name)}" if schema else _quoted(name)
 
 
 def _sqlite_unavailable(e: BaseException) -> bool:

@@ -175,3 +175,84 @@ def test_a_live_runner_sees_what_another_store_object_appends(store):
         if writer is not store:
             writer.close()
     assert runner.error is None
+
+
+# -- bulk loads of stored records, read with ViewStore.read_log ----------------------------------
+
+
+class Crash(Exception):
+    pass
+
+
+class Batches(AuditProjection):
+    """The audit view, noting the batches it is given; dies once in batch `die_in`."""
+
+    def __init__(self, die_in: int | None = None) -> None:
+        self.batches: list[list[int]] = []
+        self.die_in = die_in
+
+    def apply_batch(self, c, records):
+        self.batches.append([r.position for r in records])
+        if len(self.batches) == self.die_in:
+            self.die_in = None
+            super().apply_batch(c, records[:2])  # part of the batch written, then killed
+            raise Crash("killed mid-batch")
+        super().apply_batch(c, records)
+
+
+def test_a_bulk_rebuild_gives_the_incremental_view_and_a_crash_loses_only_its_batch(store):
+    for i in range(1, 9):
+        agent_turn(store, f"agent-{i % 3}", "1", i)  # 24 events; requests and results cut across batches
+    n = store.max_position()
+    incremental = ProjectionRunner(store, [AuditProjection()], batch_size=1)
+    incremental.run_once()
+    expected = incremental.views.dump(AuditProjection.tables)
+
+    watching = Batches()
+    bulk = ProjectionRunner(store, [watching], batch_size=1, bulk_batch_size=5, bulk_threshold=0)
+    [result] = bulk.rebuild("audit")
+    assert (result.events, result.position) == (n, n)
+    assert watching.batches == [list(range(i, min(i + 5, n + 1))) for i in range(1, n + 1, 5)]
+    assert bulk.views.dump(AuditProjection.tables) == expected
+
+    # Killed in the second batch: the first stays, the second rolls back whole; a new
+    # runner on a new store object finishes the job.
+    dying = ProjectionRunner(store, [Batches(die_in=2)], batch_size=1, bulk_batch_size=5, bulk_threshold=0)
+    with pytest.raises(Crash):
+        dying.rebuild("audit")
+    assert dying.views.position("audit") == 5
+    assert audit_positions(dying) == list(range(1, 6))
+    again = other_store(store)
+    try:
+        restarted = ProjectionRunner(again, [AuditProjection()], batch_size=4)
+        assert restarted.run_once() == {"audit": n - 5}
+        assert restarted.views.dump(AuditProjection.tables) == expected
+    finally:
+        if again is not store:
+            again.close()
+
+
+def test_read_log_gives_what_the_recorder_gives(durable_store_url):
+    store = EventStore(durable_store_url)
+    try:
+        store.append("run:1", [RunSubmitted(goal="g\x00ü", run_id="1")], 0)
+        for i in range(1, 4):
+            agent_turn(store, "agent-1", "1", i)
+        views = ProjectionRunner(store, [AuditProjection()]).views
+        head = store.max_position()
+
+        def rows(records):
+            return [(r.position, r.stream_id, r.version, r.type_name, bytes(r.state)) for r in records]
+
+        expected = [(n.id, n.originator_id, n.originator_version, n.topic, n.state)
+                    for n in store.recorder.select_notifications(3, 100, stop=head - 1)]
+        assert rows(views.read_log(2, head - 1, 100)) == expected
+        assert rows(views.read_log(2, head - 1, 3)) == expected[:3]
+        wanted = ("StepDecided", "RunSubmitted")
+        assert rows(views.read_log(0, head, 100, wanted)) == [
+            (n.id, n.originator_id, n.originator_version, n.topic, n.state)
+            for n in store.recorder.select_notifications(1, 100, stop=head, topics=wanted)
+        ]
+        assert views.read_log(head, head, 100) == []
+    finally:
+        store.close()

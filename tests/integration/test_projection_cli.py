@@ -17,6 +17,7 @@ import pytest
 
 from events import EventStore, StoreUnavailable
 from events.runs import RunStarted, RunSubmitted
+from projections import AuditProjection
 from projections.cli import add_parsers
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -47,7 +48,8 @@ def test_status_then_rebuild_then_status(filled, capsys):
     code, out, err = run(["projections", "status", "--store", filled], capsys)
     assert (code, err) == (0, "")
     line = next(line for line in out.splitlines() if line.startswith("audit "))
-    assert line.split()[:8] == ["audit", "v1", "position", "0", "head", "2", "lag", "2"]
+    v = f"v{AuditProjection.schema_version}"
+    assert line.split()[:8] == ["audit", v, "position", "0", "head", "2", "lag", "2"]
     assert "not built yet" in line
 
     code, out, err = run(["projections", "rebuild", "--store", filled], capsys)
@@ -56,7 +58,7 @@ def test_status_then_rebuild_then_status(filled, capsys):
 
     code, out, _ = run(["projections", "status", "--store", filled], capsys)
     line = next(line for line in out.splitlines() if line.startswith("audit "))
-    assert line.split()[:8] == ["audit", "v1", "position", "2", "head", "2", "lag", "0"]
+    assert line.split()[:8] == ["audit", v, "position", "2", "head", "2", "lag", "0"]
 
     code, out, _ = run(["projections", "rebuild", "audit", "--store", filled], capsys)
     assert (code, out.split()[:3]) == (0, ["rebuilt", "audit:", "2"])

@@ -20,7 +20,7 @@ from events.effects import (
 )
 from events.runs import RunCompleted, RunFailed, RunStarted, RunSubmitted
 from projections import AuditProjection, AuditTrail, ProjectionRunner
-from projections import audit as audit_module
+from projections import audit_query
 from projections.files import write_atomically
 
 T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
@@ -117,7 +117,7 @@ def test_events_by_run_actor_type_and_time(trail):
 
 
 def test_paging_through_a_long_trail(trail, monkeypatch):
-    monkeypatch.setattr(audit_module, "_PAGE", 3)
+    monkeypatch.setattr(audit_query, "_PAGE", 3)
     everything = trail.events()
     assert [e.position for e in trail.events(limit=5)] == [1, 2, 3, 4, 5]
     assert [e.position for e in trail.events(after_position=15)] == [p.position for p in everything[15:]]

@@ -11,9 +11,13 @@ the stream.)
 
 from __future__ import annotations
 
+from typing import Any
+
+from events.agent import ToolSpec
 from events.base import Event
 from events.errors import ErrorInfo
 from events.registry import event_type
+from events.runs import Budget
 
 
 @event_type("ResearchRequested")
@@ -22,6 +26,13 @@ class ResearchRequested(Event):
 
     objective: str
     repo_url: str | None = None  # the repository to analyse, if any
+    # How the researcher runs (defaults keep events written before these fields readable).
+    root: str = ""  # folder the file tools read when there is no repository
+    tools: list[ToolSpec] = []  # the agent's tools (the indexer is not among them)
+    max_iterations: int = 10
+    model: str = ""
+    params: dict[str, Any] = {}
+    budget: Budget = Budget()
 
 
 @event_type("IndexingStarted")
@@ -37,6 +48,18 @@ class IndexingCompleted(Event):
 
     files: int  # files indexed
     chunks: int  # chunks embedded
+    root: str = ""  # the folder indexed (a clone, for a URL)
+    collection: str = ""  # its Qdrant collection
+    files_unchanged: int = 0  # skipped on re-indexing: same content hash
+    skipped: int = 0  # binary or huge files left out
+    summary: str = ""
+
+
+@event_type("PlanMade")
+class PlanMade(Event):
+    """The objective decomposed into steps (seed 000 §2.2 step 1), before the loop starts."""
+
+    steps: list[str]
 
 
 @event_type("ResearchStarted")

@@ -62,9 +62,13 @@ def state_at(store: EventStore, stream_id: str, version: int | None = None) -> t
 def behaviour_for(store: EventStore, events: list[Event]) -> Any:
     if events[0].type_name == "RunSubmitted":
         return RunLifecycle()
-    if events[0].type_name == "AgentStarted":
+    if events[0].type_name in ("AgentStarted", "ResearchRequested"):
         records = run_records(store, events[0].run_id)
         return Registry.agent_class(agent_name(records, events[0].run_id))()
+    if events[0].type_name == "WorkflowStarted":
+        from actors.tasks.workflow import WorkflowBehaviour
+
+        return WorkflowBehaviour()
     raise ValueError(f"no behaviour known for a stream starting with {events[0].type_name}")
 
 

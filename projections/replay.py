@@ -70,14 +70,15 @@ def run_records(store: EventStore, run_id: str) -> list[Recorded]:
 
 
 def agent_streams(records: list[Recorded]) -> dict[str, list[Event]]:
-    """The run's agent streams (those that begin with AgentStarted), events in order."""
+    """The run's agent streams (the lead's `agent:RUN`, and any that begin with
+    AgentStarted), events in order."""
     streams: dict[str, list[Event]] = {}
     for rec in records:
         streams.setdefault(rec.event.stream_id, []).append(rec.event)
     return {
         sid: sorted(evs, key=lambda e: e.version)
         for sid, evs in streams.items()
-        if evs and min(evs, key=lambda e: e.version).type_name == "AgentStarted"
+        if evs and (sid.startswith("agent:") or min(evs, key=lambda e: e.version).type_name == "AgentStarted")
     }
 
 
@@ -114,6 +115,10 @@ def replay_stream(behaviour: Any, stream_id: str, original: list[Event], run_id:
 
 def replay_run(store: EventStore, run_id: str) -> ReplayReport:
     records = run_records(store, run_id)
+    if agent_name(records, run_id) == "task":  # a seed 001 workflow run
+        from projections.replay_tasks import replay_task_run
+
+        return replay_task_run(store, run_id, records)
     behaviour = Registry.agent_class(agent_name(records, run_id))()
     report = ReplayReport(run_id)
     started = time.perf_counter()

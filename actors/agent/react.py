@@ -163,6 +163,15 @@ class ReactAgent(Behaviour[AgentState]):
     def next_effect(self, state: AgentState) -> CallLlm | CallTool | Stop | None:
         return next_effect(state)
 
+    default_tools = ("search_files", "read_file")
+
+    @classmethod
+    def make_start(cls, *, goal: str, root: str, tools: list[ToolSpec], **kw: Any) -> StartAgent:
+        """The start command for a submitted goal (`Client.submit`)."""
+        if kw.pop("repo", None):
+            raise ValueError("the react agent takes no repository; use agent='researcher'")
+        return StartAgent(key="start", goal=goal, root=root, tools=tools, **kw)
+
     def start_command(self, started: AgentStarted, key: str = "start") -> StartAgent:
         """The command that produced `started` (replay re-issues it)."""
         return StartAgent(key=key, **started.payload())

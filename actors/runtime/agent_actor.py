@@ -17,6 +17,7 @@ from actors.runtime.registry import Registry
 from actors.runtime.run import Complete, Fail, RunLifecycle, Start, run_stream
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell
+from actors.runtime.tool_context import ToolContext
 from events.errors import ErrorInfo
 from events.store import EventStore
 
@@ -41,6 +42,7 @@ class AgentActor:
             snapshot_every=settings.snapshot_every,
         ).load()
         self.run = ActorShell(RunLifecycle(), run_stream(run_id), self.store, run_id=run_id).load()
+        self.llm = llm  # a given provider (tests) also serves the tools' own calls
         self.gateway = LlmGateway(llm if llm is not None else provider_from_settings(settings))
         self._tools: dict[str, Any] = {}
 
@@ -52,7 +54,7 @@ class AgentActor:
         )
         state = self.shell.state
         try:
-            invoke = ray_invoker(self._tool_handles(state), timeout_s=self.settings.llm_timeout_s)
+            invoke = ray_invoker(_LazyTools(self), timeout_s=self.settings.llm_timeout_s)
             state = drive(self.shell, LiveEffects(self.gateway, invoke))
         except Exception as e:
             error = ErrorInfo(type="runtime_error", reason=type(e).__name__, message=str(e)[:500])
@@ -78,8 +80,33 @@ class AgentActor:
     def state(self) -> dict[str, Any]:
         return {"version": self.shell.version, "state": self.shell.state.model_dump(mode="json")}
 
-    def _tool_handles(self, state: Any) -> dict[str, Any]:
-        for spec in getattr(state, "tools", []):
-            if spec.name not in self._tools:
-                self._tools[spec.name] = Registry.get_tool(spec.name, spec.topic, root=state.root)
-        return self._tools
+    def tool_handle(self, name: str) -> Any:
+        """The tool's Ray actor, created on first use with the run's current root (a
+        researcher only knows it once the repository is cloned)."""
+        if name in self._tools:
+            return self._tools[name]
+        state = self.shell.state
+        spec = next((t for t in getattr(state, "tools", []) if t.name == name), None)
+        if spec is None:
+            raise KeyError(f"tool {name!r} is not one of this run's tools")
+        config: dict[str, Any] = {"root": state.root}
+        if getattr(Registry.tool_class(spec.name, spec.topic), "uses_context", False):
+            config["context"] = ToolContext(
+                run_id=self.run_id,
+                tool=spec.name,
+                store_url=self.settings.store_url,
+                settings=self.settings,
+                provider=self.llm,
+            )
+        self._tools[name] = Registry.get_tool(spec.name, spec.topic, **config)
+        return self._tools[name]
+
+
+class _LazyTools:
+    """A mapping of tool name to Ray actor that creates each actor when first asked."""
+
+    def __init__(self, actor: AgentActor) -> None:
+        self.actor = actor
+
+    def __getitem__(self, name: str) -> Any:
+        return self.actor.tool_handle(name)

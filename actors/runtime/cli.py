@@ -103,12 +103,15 @@ def _parser() -> argparse.ArgumentParser:
 
     model = sub.add_parser("model", help="assemble and verify the local model; print its path")
     model.set_defaults(func=cmd_model)
-    try:
-        from projections.cli import add_parsers
-    except ImportError:
-        pass
-    else:
-        add_parsers(sub)
+    from actors.index.cli import add_parsers as add_eval
+    from actors.research.cli import add_parsers as add_research
+    from actors.tasks.cli import add_parsers as add_task
+    from projections.cli import add_parsers as add_projections
+
+    add_research(sub)
+    add_task(sub)
+    add_eval(sub)
+    add_projections(sub)
     return p
 
 
@@ -317,9 +320,11 @@ def _is_user_error(e: BaseException) -> bool:
         UnknownStream,
         FixtureError,
     )
+    from actors.index.vectors import IndexLocked
     from actors.runtime.client import LlmUnavailable
+    from actors.runtime.llm.local_server import LocalServerError
 
-    return isinstance(e, known + (LlmUnavailable,))
+    return isinstance(e, known + (LlmUnavailable, LocalServerError, IndexLocked))
 
 
 def _one_line(e: BaseException) -> str:
@@ -328,4 +333,8 @@ def _one_line(e: BaseException) -> str:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run the imported module, not this `__main__` copy: the subcommands' modules raise
+    # `actors.runtime.cli.UserError`, which must be the class `main` catches.
+    from actors.runtime.cli import main as _main
+
+    sys.exit(_main())

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from actors.agent.react import StartAgent
 from actors.runtime.agent_actor import AgentActor, agent_stream
 from actors.runtime.registry import Registry
 from actors.runtime.run import TERMINAL_TYPES, RunLifecycle, RunState, Submit, UnknownRun, run_stream
@@ -199,13 +198,18 @@ class Client:
         *,
         root: str | os.PathLike[str] = ".",
         agent: str = "react",
-        tools: Sequence[str] = DEFAULT_TOOLS,
+        tools: Sequence[str] | None = None,
+        repo: str | None = None,
         max_iterations: int = 10,
         budget: Budget | None = None,
         llm_params: dict[str, Any] | None = None,
         run_id: str | None = None,
     ) -> RunHandle:
-        """Start a run for `goal`; returns at once with a handle to it."""
+        """Start a run for `goal`; returns at once with a handle to it.
+
+        `agent` picks the lead behaviour: "react" (default) or "researcher", which first
+        indexes `repo` (a folder or git URL) and ends with a markdown report. `tools`
+        defaults to the agent's own default tools."""
         if not goal.strip():
             raise ValueError("the goal is empty")
         if max_iterations < 1:
@@ -216,8 +220,10 @@ class Client:
         root_path = Path(root).expanduser().resolve()
         if not root_path.is_dir():
             raise ValueError(f"root folder {root} does not exist")
+        agent_cls = Registry.agent_class(agent)  # fail before writing anything if unknown
+        if tools is None:
+            tools = agent_cls.default_tools if repo else DEFAULT_TOOLS
         specs = [_tool_spec(name) for name in tools]
-        Registry.agent_class(agent)  # fail before writing anything if unknown
         settings = self._ensure_llm()
         self._ensure_ray()
 
@@ -234,6 +240,7 @@ class Client:
                 agent=agent,
                 params={
                     "root": str(root_path),
+                    "repo": repo,
                     "tools": list(tools),
                     "max_iterations": max_iterations,
                     "llm_params": params,
@@ -241,8 +248,8 @@ class Client:
                 budget=budget,
             )
         )
-        start = StartAgent(
-            key="start",
+        extra = {"repo": repo} if repo else {}
+        start = agent_cls.make_start(
             goal=goal,
             root=str(root_path),
             tools=specs,
@@ -250,6 +257,7 @@ class Client:
             model=settings.llm_model,
             params=params,
             budget=budget,
+            **extra,
         )
         return self._spawn(run_id, agent, settings, start)
 

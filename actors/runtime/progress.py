@@ -45,6 +45,8 @@ def describe(e: Event, brief: bool = False) -> str:
         return f"{head}✗ step not run ({d.reason}): {_short(d.observation)}"
     if t == "ToolCalled":
         return f"tool call {d.call_index}: {_call(d.tool, d.args)}" if brief else ""
+    if t == "ToolReturned" and d.tool == "index_repository" and d.ok:
+        return ""  # IndexingCompleted says it in words
     if t == "ToolReturned":
         mark = "←" if d.ok else "! error"
         first = d.output.strip().splitlines()[0] if d.output.strip() else "(empty)"
@@ -54,6 +56,24 @@ def describe(e: Event, brief: bool = False) -> str:
         return f"[{d.iteration}] answered" + (f": {_short(d.answer)}" if brief else "")
     if t in ("AgentFailed", "RunFailed", "BudgetExceeded"):
         return f"! {t}: {d.error.line()}"
+    if t == "ResearchRequested":
+        return f"research: {_short(d.objective)}" + (f" (repository {d.repo_url})" if d.repo_url else "")
+    if t == "IndexingStarted":
+        return f"indexing {d.repo_url} ..."
+    if t == "IndexingCompleted":
+        return f"indexed: {d.summary or f'{d.files} files, {d.chunks} chunks'}"
+    if t == "PlanMade":
+        return "plan:\n" + "\n".join(f"  {i}. {_short(s)}" for i, s in enumerate(d.steps, 1))
+    if t == "ReportWritten":
+        return f"report written ({len(d.final_report.splitlines())} lines)"
+    if t == "ResearchFailed":
+        return f"! research failed: {d.error.line()}"
     if t == "RunCompleted":
         return f"completed: {d.llm_calls} LLM calls, {d.tokens} tokens"
+    if t in ("WorkflowStarted", "StepEvaluated", "TaskCalled", "TaskReturned", "WorkflowFinished"):
+        from actors.tasks.progress import describe as describe_task
+
+        line = describe_task(e)
+        if line:
+            return line
     return "" if not brief else _short(json.dumps(e.payload(), default=str), 120)

@@ -30,6 +30,8 @@ class Tool:
 
     name: ClassVar[str] = ""
     description: ClassVar[str] = ""
+    # True: the agent passes `context=ToolContext(...)` (a recorded LLM, the embedder).
+    uses_context: ClassVar[bool] = False
 
     def __init__(self, **config: Any) -> None:
         self.config = config
@@ -156,6 +158,9 @@ _BUILTINS = (
     "actors.runtime.llm.providers",
     "actors.runtime.embeddings",
     "actors.agent.react",
+    "actors.index.indexer",
+    "actors.index.searcher",
+    "actors.research.researcher",
 )
 _loaded = False
 

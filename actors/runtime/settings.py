@@ -37,6 +37,7 @@ class Settings(BaseModel):
     embeddings_base_url: str | None = None
     embeddings_model: str = "text-embedding-3-small"
     snapshot_every: int = 100
+    qdrant_url: str | None = None  # None: Qdrant local mode in data_dir/qdrant
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -61,6 +62,7 @@ class Settings(BaseModel):
             ("CHORUS_EMBEDDINGS_BASE_URL", "embeddings_base_url"),
             ("CHORUS_EMBEDDINGS_MODEL", "embeddings_model"),
             ("CHORUS_SNAPSHOT_EVERY", "snapshot_every"),
+            ("CHORUS_QDRANT_URL", "qdrant_url"),
         ):
             if env.get(key):
                 values[field] = env[key]

@@ -1,0 +1,76 @@
+"""`chorus eval retrieval QUESTIONS.json --repo PATH`: recall@1/5/10 and MRR of the
+retrieval methods side by side, measured in one run (actors/index/evaluation.py).
+
+    keyword    occurrences of the question's terms per file (seed 003's search_keyword)
+    embedding  plain vector search over the repository's Qdrant index (built if needed)
+    hyde       seed 003's semantic_file_search: HyDE answer → keywords → chunks → cosine;
+               it calls the configured LLM (the local model unless CHORUS_LLM_BASE_URL is set)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+from typing import Any
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("eval", help="measure retrieval against questions with known answer files")
+    inner = p.add_subparsers(metavar="WHAT")
+    r = inner.add_parser("retrieval", help="recall@1/5/10 and MRR of each retrieval method")
+    r.add_argument("questions", type=Path, help='JSON: {"questions": [{"q": ..., "gold": [path, ...]}]}')
+    r.add_argument("--repo", type=Path, required=True, help="the repository the gold paths are relative to")
+    r.add_argument("--methods", default="keyword,embedding,hyde", help="comma-separated (default: all three)")
+    r.add_argument("--misses", action="store_true", help="list the questions each method missed")
+    r.set_defaults(func=cmd_eval_retrieval)
+    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
+
+
+def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    from actors.index.evaluation import load_questions, rankers, score, table
+    from actors.runtime.cli import UserError
+    from actors.runtime.registry import Registry
+    from actors.runtime.settings import Settings
+
+    questions = load_questions(args.questions)
+    repo = args.repo.expanduser().resolve()
+    if not repo.is_dir():
+        raise UserError(f"repository {args.repo} does not exist or is not a folder")
+    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    settings = Settings.from_env()
+    embedder = Registry.get_embedder(settings.embedder)
+    context, server = None, None
+    if "hyde" in methods:
+        context, server = _llm_context(settings, embedder)
+    try:
+        scores = []
+        for name, ranker in rankers(methods, repo, settings, embedder, context).items():
+            print(f"measuring {name} ...", file=sys.stderr, flush=True)
+            scores.append(score(name, ranker, questions))
+    finally:
+        if server is not None:
+            server.stop()
+    print(table(scores, len(questions)))
+    if args.misses:
+        for s in scores:
+            for q in s.misses:
+                print(f"  {s.method} missed: {q}")
+    return 0
+
+
+def _llm_context(settings: Any, embedder: Any) -> tuple[Any, Any]:
+    """A ToolContext on the configured endpoint (the embedded server started if needed)."""
+    from actors.runtime.llm.providers import provider_from_settings
+    from actors.runtime.tool_context import ToolContext
+
+    server = None
+    if settings.uses_embedded_llm:
+        from actors.runtime.llm.local_server import LocalLlamaServer
+
+        server = LocalLlamaServer(settings)
+        server.start()
+        provider = provider_from_settings(settings, base_url=server.base_url)
+    else:
+        provider = provider_from_settings(settings)
+    return ToolContext(run_id="eval", tool="semantic_file_search", settings=settings, provider=provider, embedder=embedder), server

@@ -1,0 +1,143 @@
+"""Retrieval evaluation: recall@1/5/10 and mean reciprocal rank of file rankers against gold
+files (`chorus eval retrieval`).
+
+A ranker is any `question -> ranked relative file paths`. The metrics are pure; the
+rankers (keyword counting, plain embedding search over the Qdrant index, seed 003's HyDE
+search) are built by `rankers()` for one repository and measured side by side in one run.
+The question file is `{"questions": [{"q": ..., "gold": [path, ...]}, ...]}`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+Ranker = Callable[[str], list[str]]
+KS = (1, 5, 10)
+
+
+class EvalError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class Question:
+    q: str
+    gold: tuple[str, ...]
+
+
+@dataclass
+class MethodScore:
+    method: str
+    recall: dict[int, float] = field(default_factory=dict)
+    mrr: float = 0.0
+    seconds_per_query: float = 0.0
+    misses: list[str] = field(default_factory=list)  # questions with no gold file in the top 10
+
+
+def load_questions(path: str | Path) -> list[Question]:
+    p = Path(path)
+    if not p.is_file():
+        raise EvalError(f"question file {path} does not exist")
+    try:
+        data = json.loads(p.read_text())
+    except json.JSONDecodeError as e:
+        raise EvalError(f"question file {path} is not JSON: {e.msg} at line {e.lineno}") from None
+    items = data.get("questions") if isinstance(data, dict) else data
+    if not isinstance(items, list) or not items:
+        raise EvalError(f"question file {path} holds no questions (expected {{\"questions\": [...]}})")
+    out = []
+    for i, item in enumerate(items, 1):
+        if not isinstance(item, dict) or not str(item.get("q", "")).strip() or not item.get("gold"):
+            raise EvalError(f"question {i} of {path} needs a non-empty 'q' and 'gold'")
+        out.append(Question(str(item["q"]), tuple(str(g) for g in item["gold"])))
+    return out
+
+
+def reciprocal_rank(ranked: Sequence[str], gold: Sequence[str]) -> float:
+    for i, path in enumerate(ranked, 1):
+        if path in gold:
+            return 1.0 / i
+    return 0.0
+
+
+def recall_at(ranked: Sequence[str], gold: Sequence[str], k: int) -> float:
+    top = set(ranked[:k])
+    return sum(1 for g in gold if g in top) / len(gold)
+
+
+def dedupe(paths: Sequence[str]) -> list[str]:
+    seen: set[str] = set()
+    return [p for p in paths if not (p in seen or seen.add(p))]
+
+
+def score(method: str, ranker: Ranker, questions: Sequence[Question]) -> MethodScore:
+    result = MethodScore(method)
+    started = time.perf_counter()
+    rr, recalls = [], {k: [] for k in KS}
+    for q in questions:
+        ranked = dedupe(ranker(q.q))
+        rr.append(reciprocal_rank(ranked, q.gold))
+        for k in KS:
+            recalls[k].append(recall_at(ranked, q.gold, k))
+        if recall_at(ranked, q.gold, max(KS)) == 0:
+            result.misses.append(q.q)
+    n = len(questions)
+    result.recall = {k: sum(v) / n for k, v in recalls.items()}
+    result.mrr = sum(rr) / n
+    result.seconds_per_query = (time.perf_counter() - started) / n
+    return result
+
+
+def table(scores: Sequence[MethodScore], n: int) -> str:
+    lines = [
+        f"| method ({n} questions) | recall@1 | recall@5 | recall@10 | MRR | s/query |",
+        "|---|---|---|---|---|---|",
+    ]
+    for s in scores:
+        lines.append(
+            f"| {s.method} | {s.recall[1]:.2f} | {s.recall[5]:.2f} | {s.recall[10]:.2f} | {s.mrr:.2f} | {s.seconds_per_query:.2f} |"
+        )
+    return "\n".join(lines)
+
+
+# -- the rankers ---------------------------------------------------------------------------
+
+
+def embedding_ranker(root: Path, settings: Any, embedder: Any, k: int = 50) -> Ranker:
+    """Plain vector search over the repository's Qdrant index (built or refreshed first)."""
+    from actors.index.indexer import index_repository
+    from actors.index.vectors import collection_name, open_index
+
+    with open_index(settings) as index:
+        index_repository(str(root), index=index, embed=embedder.embed, dim=embedder.dim, data_dir=settings.data_dir)
+
+    def rank(question: str) -> list[str]:
+        vector = embedder.embed([question])[0]
+        with open_index(settings) as index:
+            hits = index.search(collection_name(str(root)), vector, limit=k)
+        return [h.path for h in hits]
+
+    return rank
+
+
+def rankers(methods: Sequence[str], root: Path, settings: Any, embedder: Any, context: Any = None) -> dict[str, Ranker]:
+    out: dict[str, Ranker] = {}
+    for m in methods:
+        if m == "keyword":
+            from actors.codeqa.retrieval import keyword_ranker
+
+            out[m] = keyword_ranker(root)
+        elif m == "embedding":
+            out[m] = embedding_ranker(root, settings, embedder)
+        elif m == "hyde":
+            from actors.codeqa.retrieval import hyde_ranker
+
+            out[m] = hyde_ranker(root, context)
+        else:
+            raise EvalError(f"unknown retrieval method {m!r} (known: keyword, embedding, hyde)")
+    return out

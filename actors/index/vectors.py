@@ -1,0 +1,249 @@
+"""The one Qdrant layer: a collection per repository, chunks as points, a manifest per
+collection saying which file contents (by hash) a *completed* index holds.
+
+Local mode (a folder, the embedded default) or a Qdrant server (`CHORUS_QDRANT_URL`).
+Local mode locks its folder for one process at a time, so callers open the index for a
+piece of work and close it again (`open_index`); a folder another process holds is
+reported as `IndexLocked` after a short wait, not as a stack trace.
+
+The manifest is what makes a half-finished index visible: it is written `complete=False`
+before anything changes and `complete=True` with the file hashes only at the end, so an
+index cut short is never taken for a finished one, and the next run re-embeds what the
+last *complete* manifest does not vouch for.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+import uuid
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from actors.index.chunking import Chunk
+
+MANIFESTS = "chorus_manifests"
+_NS = uuid.UUID("6f1c2a54-3b7e-4c1d-9a0e-5d8b7c6e4f21")
+
+
+class IndexLocked(Exception):
+    """The local Qdrant folder is held by another process."""
+
+
+class IndexMissing(LookupError):
+    """No completed index for that repository."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    language: str
+    score: float
+
+    @property
+    def cite(self) -> str:
+        return f"{self.path}:{self.start_line}-{self.end_line}"
+
+
+@dataclass
+class Manifest:
+    collection: str
+    source: str = ""
+    complete: bool = False
+    files: dict[str, str] = field(default_factory=dict)  # path -> content sha256
+    chunks: int = 0
+    dim: int = 0
+
+
+def collection_name(source: str) -> str:
+    """One collection per repository, named from where it came from."""
+    stem = Path(source.rstrip("/")).name.removesuffix(".git") or "repo"
+    safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in stem)[:40]
+    return f"repo_{safe}_{hashlib.sha1(source.encode()).hexdigest()[:10]}"
+
+
+def _dirs(path: str) -> list[str]:
+    parts = path.split("/")[:-1]
+    return ["/".join(parts[: i + 1]) + "/" for i in range(len(parts))]
+
+
+class VectorIndex:
+    def __init__(self, client: Any) -> None:
+        self.client = client
+
+    # -- manifest --------------------------------------------------------------------------
+
+    def manifest(self, collection: str) -> Manifest | None:
+        from qdrant_client import models
+
+        if not self.client.collection_exists(MANIFESTS):
+            return None
+        found = self.client.retrieve(MANIFESTS, ids=[str(uuid.uuid5(_NS, collection))], with_payload=True)
+        if not found:
+            return None
+        p = found[0].payload or {}
+        del models
+        return Manifest(
+            collection=collection,
+            source=p.get("source", ""),
+            complete=bool(p.get("complete")),
+            files=dict(p.get("files", {})),
+            chunks=int(p.get("chunks", 0)),
+            dim=int(p.get("dim", 0)),
+        )
+
+    def write_manifest(self, m: Manifest) -> None:
+        from qdrant_client import models
+
+        if not self.client.collection_exists(MANIFESTS):
+            self.client.create_collection(
+                MANIFESTS, vectors_config=models.VectorParams(size=1, distance=models.Distance.DOT)
+            )
+        payload = {"source": m.source, "complete": m.complete, "files": m.files, "chunks": m.chunks, "dim": m.dim}
+        point = models.PointStruct(id=str(uuid.uuid5(_NS, m.collection)), vector=[1.0], payload=payload)
+        self.client.upsert(MANIFESTS, points=[point], wait=True)
+
+    # -- chunks ----------------------------------------------------------------------------
+
+    def ensure_collection(self, collection: str, dim: int) -> None:
+        from qdrant_client import models
+
+        if self.client.collection_exists(collection):
+            info = self.client.get_collection(collection)
+            size = info.config.params.vectors.size  # type: ignore[union-attr]
+            if size == dim:
+                return
+            self.client.delete_collection(collection)  # another embedder: start again
+        self.client.create_collection(
+            collection, vectors_config=models.VectorParams(size=dim, distance=models.Distance.COSINE)
+        )
+
+    def delete_files(self, collection: str, paths: Sequence[str]) -> None:
+        from qdrant_client import models
+
+        if not paths or not self.client.collection_exists(collection):
+            return
+        selector = models.FilterSelector(
+            filter=models.Filter(must=[models.FieldCondition(key="path", match=models.MatchAny(any=list(paths)))])
+        )
+        self.client.delete(collection, points_selector=selector, wait=True)
+
+    def upsert(self, collection: str, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]], hashes: dict[str, str]) -> None:
+        from qdrant_client import models
+
+        points = [
+            models.PointStruct(
+                id=str(uuid.uuid5(_NS, f"{collection}|{c.path}|{c.start_line}|{c.end_line}|{hashes[c.path]}")),
+                vector=list(v),
+                payload={
+                    "path": c.path,
+                    "dirs": _dirs(c.path),
+                    "start_line": c.start_line,
+                    "end_line": c.end_line,
+                    "language": c.language,
+                    "text": c.text,
+                    "file_hash": hashes[c.path],
+                },
+            )
+            for c, v in zip(chunks, vectors, strict=True)
+        ]
+        if points:
+            self.client.upsert(collection, points=points, wait=True)
+
+    def count(self, collection: str) -> int:
+        if not self.client.collection_exists(collection):
+            return 0
+        return int(self.client.count(collection, exact=True).count)
+
+    def search(
+        self,
+        collection: str,
+        vector: Sequence[float],
+        *,
+        limit: int = 10,
+        path_prefix: str | None = None,
+        language: str | None = None,
+    ) -> list[Hit]:
+        from qdrant_client import models
+
+        must: list[Any] = []
+        if path_prefix:
+            prefix = path_prefix.strip("/")
+            # a folder prefix ("pkg/") or one file ("pkg/mod.py")
+            must.append(
+                models.Filter(
+                    should=[
+                        models.FieldCondition(key="dirs", match=models.MatchValue(value=prefix + "/")),
+                        models.FieldCondition(key="path", match=models.MatchValue(value=prefix)),
+                    ]
+                )
+            )
+        if language:
+            must.append(models.FieldCondition(key="language", match=models.MatchValue(value=language)))
+        response = self.client.query_points(
+            collection,
+            query=list(vector),
+            query_filter=models.Filter(must=must) if must else None,
+            limit=limit,
+            with_payload=True,
+        )
+        return [
+            Hit(
+                path=p.payload["path"],
+                start_line=p.payload["start_line"],
+                end_line=p.payload["end_line"],
+                text=p.payload["text"],
+                language=p.payload["language"],
+                score=float(p.score),
+            )
+            for p in response.points
+            if p.payload
+        ]
+
+
+def qdrant_location(settings: Any) -> tuple[str | None, Path]:
+    """(server URL or None, local folder) from the settings."""
+    url = getattr(settings, "qdrant_url", None)
+    folder = Path(getattr(settings, "data_dir", Path.home() / ".chorus")) / "qdrant"
+    return url, folder
+
+
+@contextmanager
+def open_index(settings: Any, wait_s: float = 10.0) -> Iterator[VectorIndex]:
+    """The vector index for a piece of work; local mode's folder lock is held only inside."""
+    from qdrant_client import QdrantClient
+
+    url, folder = qdrant_location(settings)
+    if url:
+        client = QdrantClient(url=url, timeout=30)
+    else:
+        folder.mkdir(parents=True, exist_ok=True)
+        deadline = time.monotonic() + wait_s
+        while True:
+            try:
+                client = QdrantClient(path=str(folder))
+                break
+            except RuntimeError as e:
+                if "already accessed" not in str(e) or time.monotonic() > deadline:
+                    if "already accessed" in str(e):
+                        raise IndexLocked(
+                            f"the Qdrant folder {folder} is locked by another process; "
+                            "stop it or set CHORUS_QDRANT_URL to use a Qdrant server"
+                        ) from None
+                    raise
+                time.sleep(0.2)
+    try:
+        yield VectorIndex(client)
+    finally:
+        client.close()
+
+
+def drop_collection(index: VectorIndex, collection: str) -> None:
+    if index.client.collection_exists(collection):
+        index.client.delete_collection(collection)

@@ -1,0 +1,1 @@
+"""The research workload (seed 000): Researcher, RepositoryIndexer, RepositorySearcher."""

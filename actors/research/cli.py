@@ -1,0 +1,95 @@
+"""`chorus research`: run seed 000's research flow, list past research, print a past report.
+
+    chorus research "OBJECTIVE" --repo PATH_OR_GIT_URL   index, plan, research, report
+    chorus research --history [--status S]              past research, newest first
+    chorus research --show RUN_ID                       a past run's full report, again
+
+Reports and history come from the research-history view (projections/research_history.py),
+caught up from the log first; nothing is re-run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("research", help="research a repository and print a markdown report")
+    p.add_argument("objective", nargs="?", help="what to find out")
+    p.add_argument("--repo", help="a local folder or a git URL to index and research")
+    p.add_argument("--history", action="store_true", help="list past research (status, objective)")
+    p.add_argument("--status", help="with --history: only PENDING, INDEXING, RUNNING, COMPLETED or FAILED")
+    p.add_argument("--limit", type=int, default=20)
+    p.add_argument("--show", metavar="RUN_ID", help="print the full report of a past run")
+    p.add_argument("--max-iterations", type=int, default=6)
+    p.add_argument("--quiet", "-q", action="store_true", help="print only the report")
+    p.set_defaults(func=cmd_research)
+
+
+def cmd_research(args: argparse.Namespace) -> int:
+    from actors.runtime.cli import UserError
+
+    if args.history:
+        return _history(args)
+    if args.show:
+        return _show(args.show)
+    if not args.objective or not args.objective.strip():
+        raise UserError("research needs an OBJECTIVE (or --history, or --show RUN_ID)")
+    if args.repo is not None and not args.repo.strip():
+        raise UserError("--repo is empty")
+    from actors.index.repository import is_url
+    from pathlib import Path
+
+    if args.repo and not is_url(args.repo) and not Path(args.repo).expanduser().is_dir():
+        raise UserError(f"repository path {args.repo} does not exist or is not a folder")
+    from actors.runtime.cli import _follow
+    from actors.runtime.client import Client
+
+    with Client() as client:
+        handle = client.submit(
+            args.objective, agent="researcher", repo=args.repo, max_iterations=args.max_iterations
+        )
+        print(f"run {handle.run_id}", flush=True)
+        return _follow(handle, args.quiet)
+
+
+def _history(args: argparse.Namespace) -> int:
+    from actors.runtime.cli import _store
+    from projections.research_history import ResearchHistory
+
+    store = _store()
+    try:
+        rows = ResearchHistory.open(store).list(status=args.status, limit=args.limit)
+    finally:
+        store.close()
+    if not rows:
+        print("no research yet", file=sys.stderr)
+        return 0
+    for r in rows:
+        repo = f"  [{r.repo_url}]" if r.repo_url else ""
+        when = r.created_at.strftime("%Y-%m-%d %H:%M")
+        error = f"  ({r.error.line()})" if r.error and r.status == "FAILED" else ""
+        print(f"{r.id:>4}  {r.run_id}  {when}  {r.status:<9}  {r.objective}{repo}{error}")
+    return 0
+
+
+def _show(run_id: str) -> int:
+    from actors.runtime.cli import UserError, _store
+    from projections.research_history import ResearchHistory
+
+    store = _store()
+    try:
+        history = ResearchHistory.open(store)
+        record = history.get(run_id) or (history.get(int(run_id)) if run_id.isdigit() else None)
+    finally:
+        store.close()
+    if record is None:
+        raise UserError(f"no research run {run_id!r} (see chorus research --history)")
+    if record.final_report:
+        print(record.final_report.rstrip())
+        return 0
+    why = f": {record.error.line()}" if record.error else ""
+    print(f"chorus: research {record.run_id} has no report ({record.status}{why})", file=sys.stderr)
+    return 1

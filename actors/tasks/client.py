@@ -1,0 +1,62 @@
+"""Workflows from Python, on the runtime's Client (seed 001's `handle_task_command`):
+
+    from actors import Client
+    from actors.tasks.client import run_task, submit_task
+
+    with Client() as chorus:
+        result = run_task(chorus, '(call summarize-file :path "README.md")', workspace=".")
+        print(result.status, result.content)
+
+        run = submit_task(chorus, "summarize-file", params={"path": "README.md"})
+        for rec in run.events():              # live, until the run ends
+            print(rec.event.type_name)
+
+A workflow is a run like any other (`chorus runs`, `chorus log`, `chorus replay`). The model
+server is started only when the workflow can call a model.
+"""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+from actors.runtime.client import Client, RunHandle
+from actors.tasks.actor import TaskActor
+from actors.tasks.result import TaskResult, from_error
+from actors.tasks.runner import needs_llm, prepare, submit, task_result
+from actors.tasks.workflow import task_stream
+from events.errors import ErrorInfo
+
+
+def submit_task(client: Client, text: str, *, run_id: str | None = None, **options: Any) -> RunHandle:
+    """Start a workflow run; returns at once. Options: see `actors.tasks.runner.prepare`
+    (params, template_dirs, templates, workspace, index, history, kind, llm_params, limits).
+    Bad input raises ValueError before anything is written."""
+    start = prepare(text, model=client.settings.llm_model, **options)
+    settings = client._ensure_llm() if needs_llm(start) else client.settings
+    client._ensure_ray()
+    import ray
+
+    run_id = run_id or uuid.uuid4().hex[:12]
+    submit(client.store, run_id, start)
+    actor = (
+        ray.remote(TaskActor)
+        .options(name=task_stream(run_id), max_restarts=3, max_task_retries=3, num_cpus=0)
+        .remote(settings, run_id, client.llm)
+    )
+    return RunHandle(client, run_id, actor.serve.remote(start), actor)
+
+
+def result_of(client: Client, handle: RunHandle) -> TaskResult:
+    """The TaskResult a finished run recorded (or its run error, if it died first)."""
+    found = task_result(client.store, handle.run_id)
+    if found is not None:
+        return found
+    run = handle.result
+    return from_error(run.error or ErrorInfo(type="runtime_error", reason=run.status, message=f"run {run.status}"))
+
+
+def run_task(client: Client, text: str, *, timeout: float | None = None, **options: Any) -> TaskResult:
+    handle = submit_task(client, text, **options)
+    handle.wait(timeout=timeout)
+    return result_of(client, handle)

@@ -1,0 +1,118 @@
+"""The workflow's one door to the world, and its record of what happened (rules 1 and 2).
+
+The evaluator is ordinary recursive code, deterministic given what the Journal hands it.
+Deterministic facts (steps, task calls) are noted and appended with the next effect; every
+LLM completion and tool result goes through an `Effects` (live: the gateway and the tools;
+replay: the log) and is appended to the workflow's stream *before* the evaluator sees it.
+
+A restarted actor re-runs the workflow from the top against its own log: facts already in
+the log are checked, not appended again, and effects the log holds are served from it; the
+first thing the log does not hold runs live. So a crash costs at most the call in flight.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from actors.runtime.behaviour import Command
+from actors.runtime.effects import Effects
+from actors.runtime.llm.types import LlmRequest
+from actors.runtime.shell import ActorShell
+from events.base import Event
+from events.effects import LlmCompleted, LlmFailed, LlmRequested, ToolCalled, ToolReturned
+
+
+class Record(Command):
+    """Facts decided by the evaluator or recorded by an effect, to append as they are."""
+
+    events: list[Event]
+
+
+class JournalDivergence(Exception):
+    """Re-running a workflow against its own log produced a different fact."""
+
+
+class Journal:
+    def __init__(
+        self,
+        shell: ActorShell[Any],
+        effects: Effects,
+        on_events: Callable[[list[Event]], None] | None = None,
+    ) -> None:
+        self.shell = shell
+        self.effects = effects
+        self.on_events = on_events
+        self.pending: list[Event] = []
+        self.llm_calls = 0
+        self.tool_calls = 0
+        # What a previous life of this workflow recorded after its start (resume).
+        self._log = shell.store.read_stream(shell.stream_id, 2) if shell.version > 1 else []
+        self._cursor = 0
+        self._logged_llm = {e.call_index for e in self._log if isinstance(e, (LlmCompleted, LlmFailed))}
+        self._logged_tools = {e.call_index for e in self._log if isinstance(e, ToolReturned)}
+
+    @property
+    def resuming(self) -> bool:
+        return self._cursor < len(self._log)
+
+    def note(self, event: Event) -> None:
+        self.pending.append(event)
+
+    def flush(self) -> None:
+        if self.pending:
+            events, self.pending = self.pending, []
+            self._record(events)
+
+    def llm(self, request: LlmRequest) -> LlmCompleted | LlmFailed:
+        self.llm_calls += 1
+        index = self.llm_calls
+        if index in self._logged_llm:
+            recorded = self._served(LlmRequested, LlmCompleted, LlmFailed, index)
+            if recorded[0].request_hash != request.hash():  # type: ignore[attr-defined]
+                raise JournalDivergence(f"LLM call {index} now asks something other than the log recorded")
+        else:
+            recorded = self.effects.llm(request, index)
+        self._record(self._take() + list(recorded))
+        return recorded[-1]  # type: ignore[return-value]
+
+    def tool(self, name: str, args: dict[str, Any]) -> ToolReturned:
+        self.tool_calls += 1
+        index = self.tool_calls
+        if index in self._logged_tools:
+            recorded = self._served(ToolCalled, ToolReturned, ToolReturned, index)
+        else:
+            recorded = self.effects.tool(name, args, index)
+        self._record(self._take() + list(recorded))
+        return recorded[-1]  # type: ignore[return-value]
+
+    # -- internals -------------------------------------------------------------------------
+
+    def _take(self) -> list[Event]:
+        events, self.pending = self.pending, []
+        return events
+
+    def _served(self, first: type, ok: type, bad: type, index: int) -> list[Event]:
+        found = [e for e in self._log if isinstance(e, (first, ok, bad)) and e.call_index == index]  # type: ignore[attr-defined]
+        return [type(e).model_validate(e.payload()) for e in found]
+
+    def _record(self, events: list[Event]) -> None:
+        fresh: list[Event] = []
+        for e in events:
+            if self._cursor < len(self._log) and not fresh:
+                logged = self._log[self._cursor]
+                if type(logged) is not type(e) or logged.payload() != e.payload():
+                    raise JournalDivergence(
+                        f"{self.shell.stream_id}@{logged.version}: the log holds {logged.type_name}, "
+                        f"re-running the workflow produced {e.type_name}"
+                    )
+                self._cursor += 1
+            else:
+                fresh.append(e)
+        if not fresh:
+            return
+        appended = self.shell.handle(
+            Record(key=f"record:{self.shell.version + 1}", events=fresh), causation_id=self.shell.last_event_id
+        )
+        if self.on_events is not None:
+            self.on_events(appended)

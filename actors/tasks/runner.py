@@ -1,0 +1,193 @@
+"""A workflow as a run: prepare its start (checking the input first), submit it, serve it.
+
+`prepare` does everything that can refuse bad input before anything is written: it parses
+an S-expression (ParseError says line and column), loads and validates templates, checks
+the workspace, and reads the memory index. `submit` records the run; `serve` runs it to the
+end and closes the run — the same code in the Ray actor, in tests and in scripts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from actors.runtime.effects import LiveEffects, local_invoker
+from actors.runtime.llm.gateway import LlmGateway
+from actors.runtime.run import Complete, Fail, RunLifecycle, Start, Submit, run_stream
+from actors.runtime.shell import ActorShell
+from actors.tasks.dispatcher import is_sexp
+from actors.tasks.memory import index_workspace
+from actors.tasks.result import TaskResult
+from actors.tasks.sexp.parser import Symbol, parse_program
+from actors.tasks.templates import TemplateError, builtin_sources, load_dir, parse_template
+from actors.tasks.tools import tool_names, workspace_tools
+from actors.tasks.workflow import StartWorkflow, WorkflowBehaviour, execute_workflow, task_stream
+from events.base import Event
+from events.errors import ErrorInfo
+from events.store import EventStore
+
+AGENT = "task"  # RunSubmitted.agent for workflow runs: how replay and tools tell them apart
+DEFAULT_LLM_PARAMS = {"temperature": 0.0, "max_tokens": 512}
+WORLD_FORMS = frozenset({"call", "get_context"})
+IDENTIFIER = re.compile(r"[^\s()\"';]+\Z")
+
+
+def _clip(text: str, n: int = 60) -> str:
+    text = " ".join(text.split())
+    return text if len(text) <= n else text[: n - 1] + "…"
+
+
+def prepare(
+    text: str,
+    *,
+    kind: str | None = None,
+    params: Mapping[str, Any] | None = None,
+    template_dirs: Iterable[str | Path] = (),
+    templates: Mapping[str, str] | None = None,
+    workspace: str | Path = ".",
+    index: Mapping[str, str] | str | Path | None = None,
+    history: list[dict[str, Any]] | None = None,
+    model: str = "",
+    llm_params: Mapping[str, Any] | None = None,
+    limits: Mapping[str, Any] | None = None,
+) -> StartWorkflow:
+    """The start of a workflow, or ValueError (ParseError, TemplateError, ...) for bad input."""
+    if not text.strip():
+        raise ValueError("nothing to run: give an S-expression, a task or tool name, or a question")
+    kind = kind or ("sexp" if is_sexp(text) else "task")
+    if kind == "sexp":
+        parse_program(text)  # ParseError: line, column, what was expected
+    elif kind == "task" and not IDENTIFIER.match(text.strip()):
+        raise ValueError(
+            f"{_clip(text)!r} is neither an S-expression (those start with '(') nor a task or tool name"
+        )
+    root = Path(workspace).expanduser().resolve()
+    if not root.is_dir():
+        raise ValueError(f"workspace folder {workspace} does not exist")
+    sources = dict(builtin_sources())
+    for folder in template_dirs:
+        sources.update(load_dir(folder))
+    for name, source in (templates or {}).items():
+        sources[parse_template(source, f"template {name}").name] = source
+    for key, value in (limits or {}).items():
+        if value is not None and (not isinstance(value, int) or value < 1):
+            raise ValueError(f"limit {key} must be a positive integer, not {value!r}")
+    return StartWorkflow(
+        key="start",
+        kind=kind,  # type: ignore[arg-type]
+        text=text,
+        params=dict(params or {}),
+        templates=sources,
+        tools=tool_names(),
+        memory_index=_index(index, root),
+        history=list(history or []),
+        workspace=str(root),
+        model=model,
+        llm_params=dict(DEFAULT_LLM_PARAMS if llm_params is None else llm_params),
+        limits={k: v for k, v in (limits or {}).items() if v is not None},
+    )
+
+
+def _index(index: Mapping[str, str] | str | Path | None, root: Path) -> dict[str, str]:
+    if index is None:
+        return {}
+    if isinstance(index, Mapping):
+        return {str(k): str(v) for k, v in index.items()}
+    if str(index) == "auto":
+        return index_workspace(root)
+    try:
+        data = json.loads(Path(index).expanduser().read_text())
+    except (OSError, ValueError) as e:
+        raise ValueError(f"cannot read the memory index {index}: {e}") from None
+    if not isinstance(data, dict) or not all(isinstance(v, str) for v in data.values()):
+        raise ValueError(f"the memory index {index} must be a JSON object of path -> description")
+    return data
+
+
+def needs_llm(start: StartWorkflow) -> bool:
+    """Could this workflow call a model? (If not, no model server need be started.)"""
+    if start.kind == "query":
+        return True
+    if start.kind == "task":
+        return start.text.strip() in _template_names(start)
+    names = _template_names(start) | WORLD_FORMS
+    return any(isinstance(s, Symbol) and s.name in names for s in _atoms(parse_program(start.text)))
+
+
+def _template_names(start: StartWorkflow) -> set[str]:
+    try:
+        return {parse_template(src).name for src in start.templates.values()}
+    except TemplateError:
+        return set(start.templates)
+
+
+def _atoms(forms: Any) -> Iterable[Any]:
+    for f in forms:
+        if isinstance(f, list):
+            yield from _atoms(f)
+        else:
+            yield f
+
+
+def submit(store: EventStore, run_id: str, start: StartWorkflow) -> ActorShell[Any]:
+    """Record the run (RunSubmitted); refuses a run id in use."""
+    run = ActorShell(RunLifecycle(), run_stream(run_id), store, run_id=run_id).load()
+    if run.state.status != "new":
+        raise ValueError(f"run {run_id} exists already")
+    run.handle(
+        Submit(
+            key="submit",
+            goal=start.text,
+            agent=AGENT,
+            params={"kind": start.kind, "params": start.params, "workspace": start.workspace},
+        )
+    )
+    return run
+
+
+def serve(
+    store: EventStore,
+    run_id: str,
+    start: StartWorkflow,
+    provider: Any,
+    *,
+    tools: Mapping[str, Any] | None = None,
+    on_events: Callable[[list[Event]], None] | None = None,
+) -> TaskResult:
+    """Run a submitted workflow to its end (or resume it) and close the run."""
+    run = ActorShell(RunLifecycle(), run_stream(run_id), store, run_id=run_id).load()
+    shell = ActorShell(WorkflowBehaviour(), task_stream(run_id), store, run_id=run_id).load()
+    shell.handle(start, causation_id=run.last_event_id)
+    run.handle(Start(key="start", lead_stream=shell.stream_id), causation_id=shell.last_event_id)
+    invoke = local_invoker(tools if tools is not None else workspace_tools(shell.state.workspace))
+    try:
+        result = execute_workflow(shell, LiveEffects(LlmGateway(provider), invoke), on_events)
+    except Exception as e:
+        error = ErrorInfo(type="runtime_error", reason=type(e).__name__, message=str(e)[:500])
+        run.handle(Fail(key="finish", error=error), causation_id=shell.last_event_id)
+        raise
+    state = shell.state
+    if result.status == "FAILED":
+        error = result.error or ErrorInfo(type="task_failed", reason="failed", message=result.line())
+        run.handle(Fail(key="finish", error=error), causation_id=shell.last_event_id)
+    else:
+        run.handle(
+            Complete(key="finish", result=result_text(result), llm_calls=state.llm_calls, tokens=state.tokens),
+            causation_id=shell.last_event_id,
+        )
+    return result
+
+
+def result_text(result: TaskResult) -> str:
+    if isinstance(result.content, str):
+        return result.content
+    return json.dumps(result.content, ensure_ascii=False, default=str)
+
+
+def task_result(store: EventStore, run_id: str) -> TaskResult | None:
+    """A finished workflow's TaskResult, from its log."""
+    shell = ActorShell(WorkflowBehaviour(), task_stream(run_id), store, run_id=run_id).load()
+    return shell.state.result

@@ -1,0 +1,184 @@
+"""A workflow as an event-sourced actor: stream `task:{run_id}`, a pure decide/evolve core,
+and `execute_workflow`, which wires the components from what `WorkflowStarted` recorded
+and runs the Dispatcher through a Journal.
+
+Everything a workflow depends on besides code is in its `WorkflowStarted` event (text,
+params, template sources, tool names, memory index, history, model, limits), so the same
+function runs it live (LiveEffects), resumes it after a crash, and replays it from a log
+(ReplayEffects) with no model, no scripts and no file reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any, Literal
+
+from actors.runtime.behaviour import Behaviour, Command
+from actors.runtime.effects import Effects
+from actors.runtime.shell import ActorShell
+from actors.tasks.dispatcher import Dispatcher
+from actors.tasks.handler import Handler
+from actors.tasks.journal import Journal, Record
+from actors.tasks.memory import MemorySystem
+from actors.tasks.result import TaskResult
+from actors.tasks.sexp.evaluator import EvalLimits, plain
+from actors.tasks.task_system import TaskSystem
+from actors.tasks.templates import AtomicTemplate
+from events.base import Event, State
+from events.effects import LlmCompleted, LlmFailed, ToolCalled
+from events.tasks import StepEvaluated, TaskCalled, WorkflowFinished, WorkflowStarted
+
+WorkflowStatus = Literal["new", "running", "completed", "failed"]
+QUERY_LIMITS = {"max_turns": 1, "max_tokens": 16000}
+
+
+def task_stream(run_id: str) -> str:
+    return f"task:{run_id}"
+
+
+class WorkflowState(State):
+    status: WorkflowStatus = "new"
+    kind: str = "sexp"
+    text: str = ""
+    params: dict[str, Any] = {}
+    templates: dict[str, str] = {}
+    tools: list[str] = []
+    memory_index: dict[str, str] = {}
+    history: list[dict[str, Any]] = []
+    workspace: str = ""
+    model: str = ""
+    llm_params: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+    steps: int = 0
+    task_calls: int = 0
+    llm_calls: int = 0
+    tool_calls: int = 0
+    tokens: int = 0
+    result: TaskResult | None = None
+
+
+class StartWorkflow(Command):
+    kind: Literal["sexp", "task", "query"]
+    text: str
+    params: dict[str, Any] = {}
+    templates: dict[str, str] = {}
+    tools: list[str] = []
+    memory_index: dict[str, str] = {}
+    history: list[dict[str, Any]] = []
+    workspace: str = ""
+    model: str = ""
+    llm_params: dict[str, Any] = {}
+    limits: dict[str, Any] = {}
+
+    @classmethod
+    def from_event(cls, started: WorkflowStarted, key: str = "start") -> StartWorkflow:
+        return cls(key=key, **started.payload())
+
+
+class FinishWorkflow(Command):
+    result: TaskResult
+
+
+class WorkflowBehaviour(Behaviour[WorkflowState]):
+    name = "task"
+    state_type = WorkflowState
+
+    def decide(self, state: WorkflowState, command: Command) -> list[Event]:
+        if isinstance(command, StartWorkflow):
+            if state.status != "new":
+                return []
+            return [WorkflowStarted(**command.model_dump(exclude={"key"}))]
+        if state.status != "running":
+            return []
+        if isinstance(command, Record):
+            return list(command.events)
+        if isinstance(command, FinishWorkflow):
+            r = command.result
+            return [
+                WorkflowFinished(
+                    status=r.status,
+                    content=plain(r.content),
+                    notes=plain(r.notes),
+                    steps=state.steps,
+                    llm_calls=state.llm_calls,
+                    tool_calls=state.tool_calls,
+                    tokens=state.tokens,
+                )
+            ]
+        raise TypeError(f"a workflow cannot handle {type(command).__name__}")
+
+    def evolve(self, state: WorkflowState, event: Event) -> WorkflowState:
+        if isinstance(event, WorkflowStarted):
+            return state.model_copy(update={**event.payload(), "status": "running"})
+        if isinstance(event, StepEvaluated):
+            return state.model_copy(update={"steps": max(state.steps, event.step)})
+        if isinstance(event, TaskCalled):
+            return state.model_copy(update={"task_calls": state.task_calls + 1})
+        if isinstance(event, (LlmCompleted, LlmFailed)):
+            used = event.prompt_tokens + event.completion_tokens if isinstance(event, LlmCompleted) else 0
+            return state.model_copy(update={"llm_calls": state.llm_calls + 1, "tokens": state.tokens + used})
+        if isinstance(event, ToolCalled):
+            return state.model_copy(update={"tool_calls": state.tool_calls + 1})
+        if isinstance(event, WorkflowFinished):
+            result = TaskResult(status=event.status, content=event.content, notes=event.notes)
+            status = "failed" if event.status == "FAILED" else "completed"
+            return state.model_copy(update={"status": status, "result": result})
+        return state
+
+
+def eval_limits(limits: dict[str, Any]) -> EvalLimits:
+    known = EvalLimits.__dataclass_fields__
+    return EvalLimits(**{k: int(v) for k, v in limits.items() if k in known})
+
+
+def build_dispatcher(state: WorkflowState, journal: Journal) -> Dispatcher:
+    """The components of seed 001, configured from the recorded start of a workflow."""
+
+    def handler(max_turns: int, max_tokens: int) -> Handler:
+        return Handler(
+            journal,
+            model=state.model,
+            llm_params=state.llm_params,
+            tools=state.tools,
+            max_turns=max_turns,
+            max_tokens=max_tokens,
+        )
+
+    def for_template(template: AtomicTemplate) -> Handler:
+        return handler(template.max_turns, template.max_tokens)
+
+    tasks = TaskSystem(for_template, MemorySystem(state.memory_index), note=journal.note)
+    for name, source in state.templates.items():
+        tasks.register_template(source, f"template {name}")
+    query = {**QUERY_LIMITS, **{k: state.limits[k] for k in QUERY_LIMITS if k in state.limits}}
+    return Dispatcher(
+        tasks,
+        handler(1, 1),  # the direct-tool hand: tools only, never an LLM call
+        journal.note,
+        eval_limits(state.limits),
+        query_handler=lambda: handler(int(query["max_turns"]), int(query["max_tokens"])),
+    )
+
+
+def execute_workflow(
+    shell: ActorShell[WorkflowState],
+    effects: Effects,
+    on_events: Callable[[list[Event]], None] | None = None,
+) -> TaskResult:
+    """Run (or resume, or replay) the workflow the shell's stream started; returns its result."""
+    state = shell.state
+    if state.status in ("completed", "failed") and state.result is not None:
+        return state.result
+    if state.status != "running":
+        raise RuntimeError(f"{shell.stream_id} has not started")
+    journal = Journal(shell, effects, on_events)
+    dispatcher = build_dispatcher(state, journal)
+    if state.kind == "query":
+        result = dispatcher.handle_query(state.text, state.history)
+    else:
+        result = dispatcher.execute_programmatic_task(state.text, state.params)
+    journal.flush()
+    appended = shell.handle(FinishWorkflow(key="finish", result=result), causation_id=shell.last_event_id)
+    if on_events is not None:
+        on_events(appended)
+    return shell.state.result or result

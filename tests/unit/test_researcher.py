@@ -1,0 +1,121 @@
+"""The Researcher's pure core: its phases, the calls it asks for, failures, the report."""
+
+from __future__ import annotations
+
+import json
+
+from actors.agent.prompt import HistoryItem
+from actors.research import prompts
+from actors.research.researcher import Researcher, ResearchState, StartResearch
+from actors.runtime.effects import CallLlm, CallTool, LiveEffects, drive, local_invoker
+from actors.runtime.llm.gateway import LlmGateway
+from actors.runtime.llm.providers import ScriptedProvider
+from actors.runtime.shell import ActorShell, rebuild
+from events.agent import ToolSpec
+from events.store import EventStore
+from tests.support import fake_research
+
+SEARCH = ToolSpec(name="repository_search", signature="repository_search(query: str)", description="search")
+INDEX_OK = {"source": "/r", "root": "/r", "collection": "repo_r", "files": 3, "chunks": 5, "files_embedded": 3,
+            "files_unchanged": 0, "files_removed": 0, "chunks_embedded": 5, "skipped_binary": 1,
+            "skipped_large": 1, "skipped_empty": 0, "seconds": 0.1}
+
+
+class Tool:
+    def __init__(self, fn):
+        self.fn = fn
+
+    def execute(self, **kw):
+        return self.fn(**kw)
+
+
+def _index_ok(source):
+    return json.dumps({**INDEX_OK, "source": source})
+
+
+def _index_fails(source):
+    raise ValueError(f"repository path {source} does not exist")
+
+
+def _search(query, **_):
+    return "Answer: Ledger.record records payments.\nSources:\n- pkg/ledger.py:1-14 (score 0.61)"
+
+
+def run(script, index=_index_ok, repo="/r", max_iterations=4):
+    shell = ActorShell(Researcher(), "agent:r1", EventStore("memory://"), run_id="r1").load()
+    start = StartResearch(key="start", objective="Where are payments recorded?", repo_url=repo, root="/cwd",
+                          tools=[SEARCH], max_iterations=max_iterations, model="m")
+    shell.handle(start)
+    tools = local_invoker({"index_repository": Tool(index), "repository_search": Tool(_search)})
+    drive(shell, LiveEffects(LlmGateway(ScriptedProvider(script)), tools))
+    return shell
+
+
+def test_phases_run_in_order_and_the_report_cites_what_the_tools_showed():
+    shell = run(fake_research.researcher)
+    state: ResearchState = shell.state
+    types = [e.type_name for e in shell.store.read_stream("agent:r1")]
+    assert types[:4] == ["ResearchRequested", "IndexingStarted", "ToolCalled", "ToolReturned"]
+    assert types[4:8] == ["IndexingCompleted", "LlmRequested", "LlmCompleted", "PlanMade"]
+    assert types[8] == "AgentStarted" and types[-1] == "ReportWritten"
+    assert state.status == "completed" and state.root == "/r"
+    assert state.plan == ["Search the code for where payments are recorded", "Read the class found"]
+    assert state.answer.startswith("# Where payments are recorded")
+    assert state.answer.rstrip().endswith("- `pkg/ledger.py:1-14`")
+    assert state.llm_calls == 4 and state.tool_calls == 2  # plan, 2 steps, report; index, search
+    # the loop's calls are numbered in the run's sequence
+    requested = [e.call_index for e in shell.store.read_stream("agent:r1") if e.type_name == "LlmRequested"]
+    assert requested == [1, 2, 3, 4]
+    assert rebuild(Researcher(), shell.store.read_stream("agent:r1")) == state
+
+
+def test_next_effects_follow_the_phase():
+    r = Researcher()
+    s = ResearchState(status="indexing", repo_url="/r", tool_calls=0)
+    assert r.next_effect(s) == CallTool(tool="index_repository", args={"source": "/r"}, call_index=1)
+    s = ResearchState(status="planning", objective="o", llm_calls=0)
+    effect = r.next_effect(s)
+    assert isinstance(effect, CallLlm) and effect.request.response_schema == prompts.PLAN_SCHEMA
+    assert r.next_effect(ResearchState(status="completed")) is None
+
+
+def test_an_indexing_failure_fails_the_research_with_a_structured_error():
+    shell = run(fake_research.researcher, index=_index_fails)
+    state = shell.state
+    assert state.status == "failed" and state.error.type == "indexing_failed"
+    assert "does not exist" in state.error.message
+    assert [e.type_name for e in shell.store.read_stream("agent:r1")][-1] == "ResearchFailed"
+
+
+def test_without_a_repository_it_goes_straight_to_planning():
+    shell = run(fake_research.researcher, repo=None)
+    types = [e.type_name for e in shell.store.read_stream("agent:r1")]
+    assert types[:2] == ["ResearchRequested", "ResearchStarted"] and "IndexingStarted" not in types
+
+
+def never_answers(request):
+    system = request.messages[0]["content"]
+    if system == prompts.PLAN_SYSTEM:
+        return '{"steps": ["look"]}'
+    if system == prompts.REPORT_SYSTEM:
+        return "# Partial report"
+    n = len([m for m in request.messages if m["role"] == "assistant"])
+    return json.dumps({"thought": f"look {n}", "action": "repository_search", "args": {"query": f"q{n}"}})
+
+
+def test_the_step_limit_still_ends_in_a_report():
+    shell = run(never_answers, max_iterations=2)
+    types = [e.type_name for e in shell.store.read_stream("agent:r1")]
+    assert "AgentFailed" in types and types[-1] == "ReportWritten"
+    assert shell.state.status == "completed"
+
+
+def test_plan_parsing_and_sources():
+    assert prompts.parse_plan({"steps": ["1. a", "Step 2: b"]}, "", "o") == ["a", "b"]
+    assert prompts.parse_plan(None, "- x\n- y", "o") == ["x", "y"]
+    assert prompts.parse_plan(None, "", "objective") == ["objective"]
+    history = [
+        HistoryItem(thought="t", action="read_file", args={}, observation="a/b.py:3: x\nc.md:1-9 y\na/b.py:3: again"),
+    ]
+    assert prompts.sources(history) == ["a/b.py:3", "c.md:1-9"]
+    assert prompts.final_report("", []).startswith("# Research report")

@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from actors.agent.policy import ARG_ALIASES, unwrap_answer
@@ -48,6 +48,7 @@ def parse_step(
     tool_names: Sequence[str],
     *,
     primary_args: Mapping[str, str] | None = None,
+    argless: Collection[str] = (),
 ) -> AgentStep | StepProblem:
     """The step in a model reply, from the server's parsed JSON or else the raw content.
 
@@ -56,7 +57,7 @@ def parse_step(
     the action nested ({"name", "arguments"}), written as a call (search_files(query='x')),
     named loosely ("search", "read", "final_answer") or used as a key ({"read_file": {...}});
     an "answer" key instead of an action; the classic "Action: / Action Input:" text; and
-    `<answer>` tags.
+    `<answer>` tags. Tools named in `argless` take no arguments, so empty args are fine.
     """
     primaries = {**PRIMARY_ARGS, **(primary_args or {})}
     names = [n for n in tool_names if n != ANSWER]
@@ -67,20 +68,20 @@ def parse_step(
     elif isinstance(parsed, list):
         candidates += [p for p in parsed if isinstance(p, Mapping)]
     elif _ACTION_LINE.search(raw):  # "Thought: … Action: … Action Input: {…}" (keeps the thought)
-        text_step = _from_text(raw, names, primaries)
+        text_step = _from_text(raw, names, primaries, argless)
         if text_step is not None:
             return text_step
     candidates += _json_objects(raw)
 
     first_problem: StepProblem | None = None
     for obj in candidates:
-        result = _from_object(obj, names, primaries, raw)
+        result = _from_object(obj, names, primaries, raw, argless)
         if isinstance(result, AgentStep):
             return result
         first_problem = first_problem or result
     if first_problem is not None:
         return first_problem
-    text_step = _from_text(raw, names, primaries)
+    text_step = _from_text(raw, names, primaries, argless)
     if text_step is not None:
         return text_step
     return _problem("no_json", "Your reply was not a JSON object.", names, primaries, raw)
@@ -109,7 +110,7 @@ def _first(obj: Mapping[str, Any], keys: Sequence[str]) -> tuple[str | None, Any
 
 
 def _from_object(
-    obj: Mapping[str, Any], names: Sequence[str], primaries: Mapping[str, str], raw: str
+    obj: Mapping[str, Any], names: Sequence[str], primaries: Mapping[str, str], raw: str, argless: Collection[str] = ()
 ) -> AgentStep | StepProblem:
     data = _lower_keys(obj)
     _, thought = _first(data, _THOUGHT_KEYS)
@@ -169,6 +170,8 @@ def _from_object(
         args = extra
     else:  # {"action": "read_file", "args": {"path": "a.py"}, "start_line": 40}
         args.update({k: v for k, v in extra.items() if ARG_ALIASES.get(k, k) in _KNOWN_ARGS and k not in args})
+    if not args and tool in argless:
+        return AgentStep(thought=thought, action=tool, args={})
     if not args:
         primary = primaries.get(tool)
         what = f"{tool} needs its arguments in args" + (f', e.g. {{"{primary}": "..."}}.' if primary else ".")
@@ -385,7 +388,7 @@ _THOUGHT_LINE = re.compile(r"^\s*Thought\s*:\s*(?P<thought>.+?)\s*$", re.MULTILI
 _FINAL = re.compile(r"Final\s+Answer\s*:\s*(?P<answer>.+)", re.IGNORECASE | re.DOTALL)
 
 
-def _from_text(raw: str, names: Sequence[str], primaries: Mapping[str, str]) -> AgentStep | None:
+def _from_text(raw: str, names: Sequence[str], primaries: Mapping[str, str], argless: Collection[str] = ()) -> AgentStep | None:
     """A step written as text: `<answer>`, `Final Answer:`, or `Action:` / `Action Input:`."""
     thought_m = _THOUGHT_LINE.search(raw)
     thought = thought_m["thought"] if thought_m else ""
@@ -422,4 +425,4 @@ def _from_text(raw: str, names: Sequence[str], primaries: Mapping[str, str]) -> 
     if tool == ANSWER:
         text = _answer_text(args)
         return AgentStep(thought=thought, action=ANSWER, args={"answer": text}) if text else None
-    return AgentStep(thought=thought, action=tool, args=args) if args else None
+    return AgentStep(thought=thought, action=tool, args=args) if args or tool in argless else None

@@ -17,6 +17,9 @@ from typing import Any, Protocol
 from actors.tools.files import PATH_LINE, READ_WINDOW
 
 REPEAT_MARK = "You already did this"
+# Tools that read a file by line range and print `path, lines A-B of N:` then numbered lines
+# (seed 003's read_code prints what read_file prints): repeats and condensing treat them alike.
+READ_TOOLS = frozenset({"read_file", "read_code"})
 
 
 class Step(Protocol):
@@ -115,7 +118,7 @@ def _earlier_match(history: Sequence[Step], action: str, args: Mapping[str, Any]
     for i, step in enumerate(history):
         if step.action == action and canonical_args(step.action, step.args) == wanted:
             return i
-    if action == "read_file":
+    if action in READ_TOOLS:
         return _covered_read(history, wanted)
     return None
 
@@ -123,7 +126,7 @@ def _earlier_match(history: Sequence[Step], action: str, args: Mapping[str, Any]
 def _covered_read(history: Sequence[Step], wanted: Mapping[str, Any]) -> int | None:
     """A read whose lines were all shown by earlier reads of the same file."""
     path = str(wanted.get("path", "")).lower()
-    spans = [(i, s) for i, step in enumerate(history) if step.action == "read_file" and (s := _read_span(step))]
+    spans = [(i, s) for i, step in enumerate(history) if step.action in READ_TOOLS and (s := _read_span(step))]
     spans = [(i, s) for i, s in spans if s[0] == path or s[0].endswith("/" + path) or path.endswith("/" + s[0])]
     if not spans:
         return None
@@ -167,7 +170,7 @@ def repeat_observation(history: Sequence[Step], action: str, args: Mapping[str, 
             "Stop repeating. Answer NOW with action \"answer\", using what you have found "
             "(name the file and the class, function or variable)."
         )
-    if action == "read_file":
+    if action in READ_TOOLS:
         span = _read_span(earlier)
         more = f"read further on (start_line={span[2] + 1}), " if span and span[2] < span[3] else ""
         advice = f"{more}read another file, or answer now if those lines showed the answer"
@@ -218,7 +221,7 @@ def format_observation(tool: str, output: Any, limit_chars: int = 4000) -> str:
     kept = text[: cut if cut > 0 else room]
     dropped = len(text) - len(kept)
     numbers = _NUMBERED.findall(kept)
-    if tool == "read_file" and numbers:
+    if tool in READ_TOOLS and numbers:
         last = int(numbers[-1])
         note = (
             f"[output cut here: {dropped} more characters. To see more read start_line={last + 1}, "
@@ -268,7 +271,7 @@ def step_result(step: Step, limit: int = 240) -> str:
             files = list(dict.fromkeys(p for p, _, _ in hits))
             lines = "; ".join(f"{p}:{n} {_short(t, 50)}" for p, n, t in hits[:3])
             return _short(f"{count.group(1)} files, best {', '.join(files[:4])}; lines: {lines}", limit)
-    if step.action == "read_file":
+    if step.action in READ_TOOLS:
         span = _read_span(step)
         if span:
             defs = [(a or c, b or d) for a, b, c, d in _DEFINES.findall(obs)]

@@ -11,7 +11,7 @@ cannot, says precisely what was wrong.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
@@ -215,6 +215,8 @@ def build_messages(
     notes: str = "",
     force_answer: bool = False,
     earlier_steps: int = 0,
+    system: str | None = None,
+    note: Callable[[int, int], str] | None = None,
 ) -> list[dict[str, str]]:
     """OpenAI chat messages asking for step `iteration` (1-based) of at most `max_iterations`.
 
@@ -224,6 +226,8 @@ def build_messages(
     `force_answer` closes with the last step's "answer now" instruction whatever the step.
     At most `MAX_CONDENSED` condensed lines are shown, so a prompt stays bounded however
     long the run; `earlier_steps` counts steps before `history` that the caller dropped.
+    `system` replaces the system prompt and `note` the closing line (`iteration_note`), for an
+    agent with other tools.
     """
     keep_last = max(0, keep_last)
     split = max(0, len(history) - keep_last)
@@ -246,10 +250,10 @@ def build_messages(
         turns.append(("user", f"Observation:\n{step.observation.strip() or '(nothing)'}"))
 
     last_role, last_text = turns[-1]
-    note = iteration_note(max_iterations if force_answer else iteration, max_iterations)
-    turns[-1] = (last_role, f"{last_text}\n\n{note}")
+    closing = (note or iteration_note)(max_iterations if force_answer else iteration, max_iterations)
+    turns[-1] = (last_role, f"{last_text}\n\n{closing}")
 
-    messages = [{"role": "system", "content": system_prompt(tools)}]
+    messages = [{"role": "system", "content": system if system is not None else system_prompt(tools)}]
     for role, text in turns:
         if messages[-1]["role"] == role:  # an unusable reply leaves two user turns in a row
             messages[-1]["content"] += "\n\n" + text

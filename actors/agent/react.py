@@ -9,6 +9,7 @@ replays from its log exactly.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
@@ -16,7 +17,7 @@ from pydantic import BaseModel, ConfigDict
 
 from actors.agent.policy import format_observation, is_repeat, repeat_observation, wrap_answer
 from actors.agent.parsing import parse_step
-from actors.agent.prompt import MAX_CONDENSED, HistoryItem, StepProblem, build_messages, step_schema
+from actors.agent.prompt import MAX_CONDENSED, AgentStep, HistoryItem, StepProblem, build_messages, step_schema
 from actors.runtime.behaviour import Behaviour, Command
 from actors.runtime.effects import CallLlm, CallTool, LlmReturned, Stop, StopAgent, ToolFinished
 from actors.runtime.registry import Registry
@@ -101,8 +102,19 @@ def budget_error(reason: str, message: str) -> ErrorInfo:
     return ErrorInfo(type="budget_exceeded", reason=reason, message=message)
 
 
-def next_effect(state: AgentState) -> CallLlm | CallTool | Stop | None:
-    """What the shell must do next for this agent; None once it has finished."""
+def must_answer(state: AgentState) -> bool:
+    """Whether the next step may only be the answer: the last iteration, or the model stuck
+    (steps rejected in a row, or the same thought again)."""
+    return (
+        state.iteration + 1 >= state.max_iterations
+        or state.rejected_in_a_row >= STUCK_AFTER
+        or state.same_thought_in_a_row >= 1
+    )
+
+
+def next_effect(state: AgentState, prompt: Callable[..., list[dict[str, str]]] | None = None) -> CallLlm | CallTool | Stop | None:
+    """What the shell must do next for this agent; None once it has finished. `prompt` builds
+    the messages (default `build_messages`; an agent built on this loop brings its own)."""
     if state.status != "running":
         return None
     budget = state.budget
@@ -128,12 +140,8 @@ def next_effect(state: AgentState) -> CallLlm | CallTool | Stop | None:
     # A model that keeps proposing steps we will not run (repeats, unparseable replies) is
     # stuck: make it answer with what it has, rather than spend the remaining iterations.
     # The same thought twice in a row means the model is going round: answer now too.
-    last = (
-        state.iteration + 1 >= state.max_iterations
-        or state.rejected_in_a_row >= STUCK_AFTER
-        or state.same_thought_in_a_row >= 1
-    )
-    messages = build_messages(
+    last = must_answer(state)
+    messages = (prompt or build_messages)(
         state.goal,
         tools,
         state.history,
@@ -161,7 +169,20 @@ class ReactAgent(Behaviour[AgentState]):
     state_type = AgentState
 
     def next_effect(self, state: AgentState) -> CallLlm | CallTool | Stop | None:
-        return next_effect(state)
+        return next_effect(state, self.prompt)
+
+    # Hooks for agents built on this loop (seed 003's orchestrator): the prompt, how a reply
+    # is read as a step, and whether an answer may be given yet. All pure.
+    def prompt(self, goal: str, tools: Any, history: Any, **options: Any) -> list[dict[str, str]]:
+        return build_messages(goal, tools, history, **options)
+
+    def parse(self, parsed: Any, content: str, tool_names: list[str]) -> AgentStep | StepProblem:
+        return parse_step(parsed, content, tool_names)
+
+    def refuse_answer(self, state: AgentState) -> str | None:
+        """An observation turning down an answer given now (the step is rejected and the
+        model told why), or None to accept it. The plain agent accepts every answer."""
+        return None
 
     default_tools = ("search_files", "read_file")
 
@@ -216,7 +237,7 @@ class ReactAgent(Behaviour[AgentState]):
             error = budget_error("tokens", f"{tokens} tokens used, the budget allows {limit}")
             return out + [BudgetExceeded(error=error), AgentFailed(error=error)]
         iteration = state.iteration + 1
-        step = parse_step(result.parsed, result.content, state.tool_names)
+        step = self.parse(result.parsed, result.content, state.tool_names)
         if isinstance(step, StepProblem):
             out.append(
                 StepRejected(
@@ -230,7 +251,8 @@ class ReactAgent(Behaviour[AgentState]):
             )
         elif step.action == "answer":
             text = str(step.args.get("answer", "")).strip()
-            if text:
+            refused = self.refuse_answer(state) if text else None
+            if text and refused is None:
                 return out + [AnswerGiven(iteration=iteration, thought=step.thought, answer=wrap_answer(text))]
             out.append(
                 StepRejected(
@@ -238,8 +260,8 @@ class ReactAgent(Behaviour[AgentState]):
                     thought=step.thought,
                     action="answer",
                     args=step.args,
-                    reason="empty_answer",
-                    observation='Your answer was empty. Give the answer as {"answer": "..."} in args.',
+                    reason="answer_refused" if text else "empty_answer",
+                    observation=refused or 'Your answer was empty. Give the answer as {"answer": "..."} in args.',
                 )
             )
         elif is_repeat(state.history, step.action, step.args):

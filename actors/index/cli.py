@@ -30,7 +30,7 @@ def add_parsers(sub: Any) -> None:
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from actors.index.evaluation import load_questions, rankers, score, table
     from actors.runtime.cli import UserError
-    from actors.runtime.registry import Registry
+    from actors.runtime.embeddings import embedder_from_settings
     from actors.runtime.settings import Settings
 
     questions = load_questions(args.questions)
@@ -39,7 +39,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         raise UserError(f"repository {args.repo} does not exist or is not a folder")
     methods = [m.strip() for m in args.methods.split(",") if m.strip()]
     settings = Settings.from_env()
-    embedder = Registry.get_embedder(settings.embedder)
+    embedder = embedder_from_settings(settings)
     context, server = None, None
     if "hyde" in methods:
         context, server = _llm_context(settings, embedder)

@@ -101,6 +101,11 @@ class Researcher(Behaviour[ResearchState]):
     state_type = ResearchState
     default_tools = DEFAULT_TOOLS
 
+    @classmethod
+    def tools_for(cls, repo: str | None) -> tuple[str, ...]:
+        """Without a repository there is no index to search: the file tools only."""
+        return DEFAULT_TOOLS if repo else NO_REPO_TOOLS
+
     def __init__(self) -> None:
         self.react = ReactAgent()
 

@@ -103,12 +103,14 @@ def _parser() -> argparse.ArgumentParser:
 
     model = sub.add_parser("model", help="assemble and verify the local model; print its path")
     model.set_defaults(func=cmd_model)
+    from actors.codeqa.cli import add_parsers as add_ask
     from actors.index.cli import add_parsers as add_eval
     from actors.research.cli import add_parsers as add_research
     from actors.tasks.cli import add_parsers as add_task
     from projections.cli import add_parsers as add_projections
 
     add_research(sub)
+    add_ask(sub)
     add_task(sub)
     add_eval(sub)
     add_projections(sub)

@@ -222,7 +222,7 @@ class Client:
             raise ValueError(f"root folder {root} does not exist")
         agent_cls = Registry.agent_class(agent)  # fail before writing anything if unknown
         if tools is None:
-            tools = agent_cls.default_tools if repo else DEFAULT_TOOLS
+            tools = agent_cls.tools_for(repo) if hasattr(agent_cls, "tools_for") else agent_cls.default_tools
         specs = [_tool_spec(name) for name in tools]
         settings = self._ensure_llm()
         self._ensure_ray()

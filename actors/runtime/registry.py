@@ -158,6 +158,8 @@ _BUILTINS = (
     "actors.runtime.llm.providers",
     "actors.runtime.embeddings",
     "actors.agent.react",
+    "actors.codeqa.tools",
+    "actors.codeqa.orchestrator",
     "actors.index.indexer",
     "actors.index.searcher",
     "actors.research.researcher",

@@ -80,10 +80,13 @@ class ToolContext:
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
+            from actors.runtime.embeddings import embedder_from_settings
             from actors.runtime.registry import Registry
 
-            name = getattr(self.settings, "embedder", "minilm")
-            self._embedder = Registry.get_embedder(name)
+            if self.settings is None:
+                self._embedder = Registry.get_embedder("minilm")
+            else:
+                self._embedder = embedder_from_settings(self.settings)
         return self._embedder
 
     def complete(self, request: LlmRequest) -> LlmResult:

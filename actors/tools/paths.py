@@ -56,11 +56,12 @@ def _rel(path: Path, root: Path) -> str:
     return path.relative_to(root).as_posix() or "."
 
 
-def resolve_in_root(root: str | os.PathLike[str], path: str) -> Path:
+def resolve_in_root(root: str | os.PathLike[str], path: str, *, listed_by: str = "search_files") -> Path:
     """The real path of `path` (relative to root, or absolute inside it); refuses any escape.
 
     `..` segments, absolute paths elsewhere and symlinks whose target lies outside the root
-    are all refused, whether or not the target exists.
+    are all refused, whether or not the target exists. `listed_by` names the tool whose
+    output shows paths the right way, for the refusal message.
     """
     base = _root(root)
     text = _clean_path(path)
@@ -76,7 +77,7 @@ def resolve_in_root(root: str | os.PathLike[str], path: str) -> Path:
                 hint = f" Did you mean path='{stripped}'?"
         raise ToolInputError(
             f"Refused: '{text}' is outside the root folder; paths are relative to the root, "
-            f"as search_files prints them (e.g. '{_example_file(base)}').{hint}"
+            f"as {listed_by} prints them (e.g. '{_example_file(base)}').{hint}"
         )
     real = candidate.resolve()
     if not _inside(real, base):
@@ -95,9 +96,14 @@ def _clean_path(path: Any) -> str:
 
 
 def _example_file(root: Path) -> str:
-    for entry in _listing(root):
+    entries = _listing(root)
+    for entry in entries:
         if not entry.endswith("/") and not entry.startswith("_"):
             return entry
+    for entry in entries:  # a folder of folders (seed 003's repositories): one level down
+        inner = [e for e in _listing(root / entry) if not e.endswith("/")] if entry.endswith("/") else []
+        if inner:
+            return entry + inner[0]
     return "README.md"
 
 

@@ -1,0 +1,302 @@
+"""Seed 003's five tools for the orchestrator, confined to a folder of repositories.
+
+    list_available_repositories()                  the repositories (folders) in the folder
+    get_repo_documentation(repo)                   llms.txt, else README.md, always with the tree
+    search_keyword(keyword, repo="")               files by occurrences, case-insensitive, top 50
+    read_code(path, start_line=1, end_line=0)      numbered lines, at most 200 per call
+    semantic_file_search(query, repo="")           HyDE + embeddings: top 10 files with line ranges
+
+Paths are relative to the repositories folder and start with the repository's name
+(`shop/src/billing.py`). A call the model got wrong (a path outside the folder, an unknown
+repository, a binary file, a line range past the end) raises `ToolInputError`, whose one
+line is the observation the model reads; the run goes on. Every limit comes from
+`CodeQaConfig` (seed 003's `SEMANTIC_SEARCH_CONFIG`, `CODE_READING_CONFIG`).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from actors.codeqa.config import CodeQaConfig
+from actors.codeqa.hyde import Corpus, SemanticResult, semantic_search
+from actors.codeqa.occurrences import FileCount, keyword_terms, load_texts, rank_texts, relative_files
+from actors.codeqa.repos import directory_tree, find_documentation, list_repositories, repository, resolve_file
+from actors.runtime.registry import Registry, Tool
+from actors.tools.paths import BINARY_SUFFIXES, LINE_CHARS, MAX_FILE_BYTES, ToolInputError, _is_binary, _rel, _root
+
+
+LINES_SHOWN = 15  # search_keyword shows the line itself for its best 15 files, the number for the rest
+
+
+class _ReposTool(Tool):
+    """Holds the repositories folder and the configuration; checks the folder on every call,
+    so a folder removed mid-run is an observation, not a crashed actor."""
+
+    def __init__(self, root: str, codeqa: CodeQaConfig | dict[str, Any] | None = None, **config: Any) -> None:
+        super().__init__(root=root, **config)
+        self.root = str(Path(root).expanduser().resolve())
+        self.settings = CodeQaConfig.coerce(codeqa)
+
+    def base(self) -> Path:
+        try:
+            return _root(self.root)
+        except NotADirectoryError:
+            raise ToolInputError(f"The repositories folder {self.root} does not exist.") from None
+
+
+def _arg(value: Any, extra: dict[str, Any], aliases: tuple[str, ...]) -> Any:
+    """`value`, else the first alias a small model used instead of the parameter's name."""
+    if value not in (None, ""):
+        return value
+    lowered = {str(k).lower(): v for k, v in extra.items()}
+    return next((lowered[a] for a in aliases if lowered.get(a) not in (None, "")), value)
+
+
+_REPO = ("repo", "repo_name", "repository", "repository_name", "name")
+_KEYWORD = ("keyword", "keywords", "query", "q", "term", "terms", "pattern", "text", "word", "search")
+_PATH = ("path", "file_path", "file", "filepath", "filename", "file_name")
+_QUERY = ("query", "question", "q", "text", "keywords", "keyword")
+
+
+@Registry.register_tool("list_available_repositories")
+class ListAvailableRepositories(_ReposTool):
+    description = "List the repositories (folders) in the repositories folder."
+
+    def execute(self, **_ignored: Any) -> str:
+        return format_repositories(list_repositories(self.base()))
+
+
+@Registry.register_tool("get_repo_documentation")
+class GetRepoDocumentation(_ReposTool):
+    description = "A repository's documentation (llms.txt, else README.md) and its directory tree."
+
+    @classmethod
+    def signature(cls) -> str:
+        return f"{cls.name}(repo: str)"
+
+    def execute(self, repo: str = "", **extra: Any) -> str:
+        base = self.base()
+        name, folder = repository(base, str(_arg(repo, extra, _REPO) or ""))
+        doc = find_documentation(folder)
+        text = None
+        if doc is not None:
+            with doc.open("rb") as f:
+                data = f.read(MAX_FILE_BYTES)
+            text = None if _is_binary(data) else data.decode("utf-8", errors="replace")
+        limits = self.settings.documentation
+        tree, left_out = directory_tree(folder, limits.max_tree_entries)
+        rel = _rel(doc, base) if doc is not None else ""
+        return format_documentation(name, rel, text, tree, left_out, limits.max_doc_lines)
+
+
+@Registry.register_tool("search_keyword")
+class SearchKeyword(_ReposTool):
+    description = (
+        "Files containing a keyword (case-insensitive; several words are counted together), "
+        "most occurrences first, top 50, each with the first line where it occurs."
+    )
+
+    @classmethod
+    def signature(cls) -> str:
+        return f'{cls.name}(keyword: str, repo: str = "")'
+
+    def execute(self, keyword: str = "", repo: str = "", **extra: Any) -> str:
+        base = self.base()
+        value = _arg(keyword, extra, _KEYWORD)
+        if isinstance(value, (list, tuple)):
+            value = " ".join(map(str, value))
+        terms = keyword_terms(str(value or ""))
+        if not terms:
+            raise ToolInputError("search_keyword needs a keyword, e.g. search_keyword(keyword='auth')")
+        prefix = ""
+        if _arg(repo, extra, _REPO):
+            prefix, _ = repository(base, str(_arg(repo, extra, _REPO)))
+        texts = relative_files(load_texts(base, base / prefix if prefix else None), prefix)
+        found = rank_texts(texts, terms)
+        return format_keyword_hits(terms, found, self.settings.keyword_search.max_files)
+
+
+@Registry.register_tool("read_code")
+class ReadCode(_ReposTool):
+    description = "A file's lines with line numbers, from start_line to end_line (0: to the end); at most 200 lines per call."
+
+    def execute(self, path: str = "", start_line: int = 1, end_line: int = 0, **extra: Any) -> str:
+        base = self.base()
+        target, pointed = resolve_file(base, str(_arg(path, extra, _PATH) or ""))
+        start = _line_number(_arg(start_line if start_line != 1 else None, extra, ("start", "line", "from_line")), "start_line", 1)
+        end = _line_number(_arg(end_line or None, extra, ("end", "to_line", "stop")), "end_line", 0)
+        if pointed and start == 1 and end == 0:  # 'a.py:40': read around line 40
+            start = max(1, pointed - 5)
+        rel = _rel(target, base)
+        data = target.read_bytes()
+        if _is_binary(data) or target.suffix.lower() in BINARY_SUFFIXES:
+            raise ToolInputError(f"'{rel}' is a binary file ({len(data)} bytes); read_code shows text files only.")
+        lines = data.decode("utf-8", errors="replace").splitlines()
+        return format_lines(rel, lines, start, end, self.settings.code_reading.max_lines)
+
+    @classmethod
+    def signature(cls) -> str:
+        return f"{cls.name}(path: str, start_line: int = 1, end_line: int = 0)"
+
+
+@Registry.register_tool("semantic_file_search")
+class SemanticFileSearch(_ReposTool):
+    description = (
+        "For a question in words: the files most related to it, with line ranges, found from a "
+        "hypothetical answer (HyDE) and embeddings. Slower than search_keyword."
+    )
+    uses_context = True
+
+    def __init__(self, root: str, context: Any = None, **config: Any) -> None:
+        super().__init__(root=root, **config)
+        self.context = context
+        self._vectors: dict[str, list[float]] = {}  # chunk text -> vector, for this tool's life
+
+    @classmethod
+    def signature(cls) -> str:
+        return f'{cls.name}(query: str, repo: str = "")'
+
+    def execute(self, query: str = "", repo: str = "", **extra: Any) -> str:
+        base = self.base()
+        question = str(_arg(query, extra, _QUERY) or "").strip()
+        if not question:
+            raise ToolInputError("semantic_file_search needs a query, e.g. semantic_file_search(query='how are users authenticated')")
+        if self.context is None:
+            raise RuntimeError("semantic_file_search was created without a ToolContext (uses_context)")
+        prefix = ""
+        if _arg(repo, extra, _REPO):
+            prefix, _ = repository(base, str(_arg(repo, extra, _REPO)))
+        corpus = Corpus(load_texts(base, base / prefix if prefix else None), _vectors=self._vectors)
+        result = semantic_search(question, corpus, self.context, self.settings.semantic_search, under=prefix)
+        return format_semantic(result)
+
+
+# -- what the tools print (pure) ----------------------------------------------------------------
+
+
+def format_repositories(names: list[str]) -> str:
+    if not names:
+        return (
+            "No repositories: the repositories folder holds no sub-folders "
+            "(each repository is a folder inside it)."
+        )
+    head = f"{len(names)} repositor{'y' if len(names) == 1 else 'ies'}: " + ", ".join(names)
+    return head + "\nNext: get_repo_documentation(repo) for one of them, or search_keyword(keyword) to find code."
+
+
+def format_documentation(
+    name: str, doc_path: str, text: str | None, tree: list[str], left_out: int, max_lines: int
+) -> str:
+    out = []
+    if doc_path and text is not None:
+        lines = text.rstrip().splitlines()
+        out.append(f"Documentation of {name} ({doc_path}):")
+        out.extend(lines[:max_lines])
+        if len(lines) > max_lines:
+            out.append(
+                f"[documentation cut at {max_lines} of {len(lines)} lines; "
+                f"read_code(path='{doc_path}', start_line={max_lines + 1}) for the rest]"
+            )
+        out.append("")
+        out.append(f"Directory tree of {name}:")
+    else:
+        why = "binary" if doc_path else "missing"
+        out.append(f"{name} has no llms.txt or README.md ({why}); its directory tree only:")
+    out.extend(tree)
+    if left_out:
+        out.append(f"[{left_out} more entries not shown]")
+    return "\n".join(out)
+
+
+def format_keyword_hits(terms: list[str], found: list[FileCount], limit: int) -> str:
+    shown = ", ".join(f"'{t}'" for t in terms)
+    if not found:
+        return (
+            f"No file contains {shown} (case-insensitive). Try a shorter word or part of an "
+            "identifier, or semantic_file_search(query) with the question in words."
+        )
+    top = found[:limit]
+    noun = "file contains" if len(found) == 1 else "files contain"
+    head = f"{len(found)} {noun} {shown} (case-insensitive), most occurrences first"
+    out = [head + (f"; the top {len(top)}:" if len(found) > len(top) else ":")]
+    for i, hit in enumerate(top):
+        detail = f"line {hit.line}: {_trim(hit.text)}" if i < LINES_SHOWN else f"line {hit.line}"
+        if len(terms) > 1:
+            detail = ", ".join(f"{t} {n}" for t, n in hit.counts if n) + "; " + detail
+        out.append(f"{hit.path}: {hit.total} ({detail})")
+    out.append("Next: read_code(path, start_line) around a line shown, or answer if a line shows the answer.")
+    return "\n".join(out)
+
+
+def format_lines(rel: str, lines: list[str], start: int, end: int, max_lines: int) -> str:
+    """Lines `start..end` (end 0: to the end) numbered, at most `max_lines`, with a note when
+    cut. A start past the end, or an end before the start, is the model's mistake."""
+    total = len(lines)
+    if total == 0:
+        return f"'{rel}' is empty (0 lines)."
+    if start > total:
+        raise ToolInputError(
+            f"'{rel}' has {total} lines; start_line={start} is past the end. Use start_line between 1 and {total}."
+        )
+    if end and end < start:
+        raise ToolInputError(f"end_line={end} is before start_line={start}; give end_line >= start_line, or 0 for the end.")
+    last = total if end == 0 else min(end, total)
+    truncated = last - start + 1 > max_lines
+    if truncated:
+        last = start + max_lines - 1
+    width = len(str(last))
+    out = [f"{rel}, lines {start}-{last} of {total}:"]
+    out += [f"{n:>{width}}: {_cut(lines[n - 1])}" for n in range(start, last + 1)]
+    if truncated:
+        out.append(
+            f"(truncated at {max_lines} lines: showing lines {start}-{last} of {total}; "
+            f"to continue call read_code with start_line={last + 1})"
+        )
+    elif last < total:
+        out.append(f"(showing lines {start}-{last} of {total}; to continue read start_line={last + 1})")
+    else:
+        out.append(f"(end of file: {total} lines)")
+    return "\n".join(out)
+
+
+def format_semantic(result: SemanticResult) -> str:
+    out = [f"Keywords from a hypothetical answer: {', '.join(result.keywords) or '(none)'}"]
+    if not result.candidates:
+        out.append("No file contains any of them. Try search_keyword with a word from the question.")
+        return "\n".join(out)
+    if result.ranked is None:
+        n = len(result.candidates)
+        out.append(f"{n} file{' contains' if n == 1 else 's contain'} them (most occurrences first):")
+        for i, c in enumerate(result.candidates, 1):
+            out.append(f"{i}. {c.path} ({c.total} occurrences; line {c.line}: {_trim(c.text)})")
+    else:
+        out.append(
+            f"{result.matched_files} files contain them; the top {len(result.candidates)} by occurrences, "
+            f"cut into {result.chunks} chunks, ranked by similarity to the hypothetical answer:"
+        )
+        for i, r in enumerate(result.ranked, 1):
+            out.append(f"{i}. {r.path} lines {r.start_line}-{r.end_line} (similarity {r.score:.2f})")
+    out.append("Next: read_code(path, start_line, end_line) on one of these.")
+    return "\n".join(out)
+
+
+def _line_number(value: Any, name: str, default: int) -> int:
+    if value is None or value == "":
+        return default
+    if isinstance(value, bool):
+        raise ToolInputError(f"{name} must be a whole number, not {value!r}")
+    try:
+        number = int(float(str(value).strip()))
+    except ValueError:
+        raise ToolInputError(f"{name} must be a whole number, e.g. {name}=1; got {value!r}") from None
+    return max(number, 0 if name == "end_line" else 1)
+
+
+def _trim(text: str, limit: int = 80) -> str:
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def _cut(line: str) -> str:
+    line = line.rstrip()
+    return line if len(line) <= LINE_CHARS else line[:LINE_CHARS] + f" …[+{len(line) - LINE_CHARS} chars]"

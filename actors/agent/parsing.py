@@ -12,6 +12,7 @@ from typing import Any
 
 from actors.agent.policy import ARG_ALIASES, unwrap_answer
 from actors.agent.prompt import ANSWER, PRIMARY_ARGS, AgentStep, StepProblem, step_json
+from actors.runtime.llm.json_text import balanced, json_objects, load_object
 
 # -- parsing a reply ------------------------------------------------------------------------------
 
@@ -71,7 +72,7 @@ def parse_step(
         text_step = _from_text(raw, names, primaries, argless)
         if text_step is not None:
             return text_step
-    candidates += _json_objects(raw)
+    candidates += json_objects(raw)
 
     first_problem: StepProblem | None = None
     for obj in candidates:
@@ -229,7 +230,7 @@ def _as_args(args: Any, tool: str, primaries: Mapping[str, str]) -> dict[str, An
         return {}
     if isinstance(args, str):
         text = args.strip()
-        loaded = _load_object(text) if text.startswith("{") else None
+        loaded = load_object(text) if text.startswith("{") else None
         if isinstance(loaded, Mapping):
             return dict(loaded)
         return {primaries.get(tool, "input"): text}
@@ -321,67 +322,6 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-# -- finding JSON in text -----------------------------------------------------------------------------
-
-_FENCE = re.compile(r"```(?:json|JSON|python)?\s*(.*?)```", re.DOTALL)
-
-
-def _load_object(text: str) -> Any:
-    for attempt in (text, re.sub(r",\s*([}\]])", r"\1", text)):
-        try:
-            return json.loads(attempt)
-        except ValueError:
-            pass
-        try:
-            value = ast.literal_eval(attempt)
-            if isinstance(value, (dict, list)):
-                return value
-        except Exception:  # literal_eval raises many kinds on odd input (e.g. a set of dicts)
-            pass
-    return None
-
-
-def _json_objects(text: str) -> list[dict[str, Any]]:
-    """JSON objects in a reply, in order: fenced blocks first, then any balanced {...}."""
-    sources = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    found: list[dict[str, Any]] = []
-    for source in sources:
-        for chunk in _balanced(source):
-            value = _load_object(chunk)
-            if isinstance(value, dict) and value not in found:
-                found.append(value)
-        if found:
-            break
-    return found
-
-
-def _balanced(text: str) -> list[str]:
-    """Top-level {...} spans, respecting strings."""
-    spans, depth, start, quote, escape = [], 0, -1, "", False
-    for i, ch in enumerate(text):
-        if quote:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
-            elif ch == quote:
-                quote = ""
-            continue
-        if ch in "\"'" and depth > 0:
-            quote = ch
-        elif ch == "{":
-            if depth == 0:
-                start = i
-            depth += 1
-        elif ch == "}" and depth > 0:
-            depth -= 1
-            if depth == 0:
-                spans.append(text[start : i + 1])
-    if depth > 0 and start >= 0:  # cut off (max tokens): try closing it
-        spans.append(text[start:] + quote + "}" * depth)
-    return spans
-
-
 _ACTION_LINE = re.compile(r"^\s*Action\s*:\s*(?P<action>.+?)\s*$", re.MULTILINE | re.IGNORECASE)
 _INPUT = re.compile(r"^\s*Action[ _]Input\s*:\s*", re.MULTILINE | re.IGNORECASE)
 _THOUGHT_LINE = re.compile(r"^\s*Thought\s*:\s*(?P<thought>.+?)\s*$", re.MULTILINE | re.IGNORECASE)
@@ -417,8 +357,8 @@ def _from_text(raw: str, names: Sequence[str], primaries: Mapping[str, str], arg
     input_m = _INPUT.search(raw)
     if args in (None, "", {}) and input_m:
         rest = raw[input_m.end() :].strip()
-        objects = _balanced(rest) if rest.startswith("{") else []
-        args = _load_object(objects[0]) if objects else None
+        objects = balanced(rest) if rest.startswith("{") else []
+        args = load_object(objects[0]) if objects else None
         if not isinstance(args, Mapping):
             args = rest.splitlines()[0].strip().strip("'\"`") if rest else None
     args = _as_args(args, tool, primaries)

@@ -11,14 +11,13 @@ Every adapter passes the shared test case in `tests/unit/test_llm_gateway.py`.
 from __future__ import annotations
 
 import inspect
-import json
 import logging
 import random
-import re
 import time
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
+from actors.runtime.llm.json_text import parse_json_object  # noqa: F401  (also re-exported)
 from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult, ReplayDivergence
 from actors.runtime.registry import Registry
 
@@ -29,33 +28,6 @@ log = logging.getLogger("chorus.llm")
 @runtime_checkable
 class LlmProvider(Protocol):
     def complete(self, request: LlmRequest) -> LlmResult: ...
-
-
-# -- parsing ------------------------------------------------------------------------------
-
-_FENCE = re.compile(r"```[a-zA-Z0-9_-]*\s*\n?(.*?)```", re.DOTALL)
-
-
-def parse_json_object(text: str) -> dict[str, Any] | None:
-    """The JSON object in a model's reply, or None. Never raises on garbage.
-
-    Small models wrap JSON in ``` fences or add a sentence around it: take the fenced body if
-    there is one, then the outermost {...}.
-    """
-    if not text:
-        return None
-    candidates = [m.group(1) for m in _FENCE.finditer(text)] + [text]
-    for body in candidates:
-        start, end = body.find("{"), body.rfind("}")
-        if start == -1 or end <= start:
-            continue
-        try:
-            value = json.loads(body[start : end + 1])
-        except (ValueError, RecursionError):
-            continue
-        if isinstance(value, dict):
-            return value
-    return None
 
 
 def _estimate_tokens(text: str) -> int:

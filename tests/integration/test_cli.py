@@ -3,23 +3,13 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
-import sys
-
 from pathlib import Path
 
 import pytest
 
 from events.store import EventStore
 from tests.support import recording
-
-
-def chorus(*args: str, env: dict[str, str], timeout: float = 120) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "actors.runtime.cli", *args],
-        capture_output=True, text=True, env={**os.environ, **env}, timeout=timeout,
-    )  # fmt: skip
+from tests.support.cli import chorus
 
 
 @pytest.fixture

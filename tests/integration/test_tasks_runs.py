@@ -8,7 +8,6 @@ import io
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +21,7 @@ from actors.tasks.workflow import task_stream
 from events.store import EventStore
 from projections.fixtures import load_fixture
 from projections.replay import replay_run
+from tests.support.cli import chorus
 
 EXAMPLE = Path(__file__).parents[2] / "actors" / "tasks" / "examples" / "director_evaluator.sexp"
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "runs" / "scripted_task_director_evaluator.jsonl"
@@ -103,14 +103,9 @@ def test_the_repl_runs_tasks_and_keeps_the_conversation(client, tmp_path):
 # -- the command line -------------------------------------------------------------------------------
 
 
-def chorus(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run(
-        [sys.executable, "-m", "actors.runtime.cli", *args],
-        capture_output=True, text=True, env={**os.environ, **env}, timeout=timeout,
-    )  # fmt: skip
 
 
-runtime = chorus
+runtime = chorus  # the runtime commands (replay, log, events) on task runs
 
 
 @pytest.fixture

@@ -31,7 +31,9 @@ def test_research_on_the_local_model_reports_with_sources(tmp_path):
     types = [e.type_name for e in events]
     assert types.count("PlanMade") == 1 and "ReportWritten" in types
     plan = next(e for e in events if e.type_name == "PlanMade")
-    assert 1 <= len(plan.steps) <= 5 and all(s.strip() for s in plan.steps)
+    # the model's own plan, not the fallback of the objective itself
+    assert plan.steps != ["Where are payments recorded?"]
+    assert all(not s[:1].isdigit() for s in plan.steps)  # the model numbers its steps; we strip it
     completions = [e for e in events if e.type_name == "LlmCompleted"]
     assert len(completions) >= 3 and all(e.completion_tokens > 0 for e in completions)
     assert row.status == "COMPLETED" and row.final_report == result.answer and len(result.answer) > 80

@@ -7,7 +7,7 @@ its rows, and can be dropped and rebuilt to an identical result.
     runner = ProjectionRunner(store)      # every registered projection
     runner.run_once()                     # catch up, in batches
     runner.run_forever(stop)              # follow the log live
-    trail = AuditTrail(runner.views)      # query the audit views
+    trail = AuditTrail(store)             # query the audit trail (AuditTrail.open catches it up)
 """
 
 from projections.audit import AuditEvent, AuditProjection, AuditTrail, LlmCall, Usage

@@ -1,5 +1,6 @@
-"""`chorus projections status`, `chorus projections rebuild [NAME]` and
-`chorus snapshot STREAM_ID [--at VERSION] [--out FILE]`.
+"""`chorus projections status`, `chorus projections rebuild [NAME]`,
+`chorus snapshot STREAM_ID [--at VERSION] [--out FILE]`, and `chorus audit ...`
+(`projections.audit_cli`).
 
 Wired into the `chorus` command by `add_parsers(subparsers)`. Bad input (an unknown
 projection, an unreachable store) raises ValueError / StoreUnavailable with a one-line
@@ -46,6 +47,10 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     snap.add_argument("--out", type=Path, metavar="FILE", help="write it to FILE atomically instead of printing it")
     _store_option(snap)
     snap.set_defaults(func=cmd_snapshot)
+
+    from projections.audit_cli import add_parsers as add_audit
+
+    add_audit(subparsers, _store_option)
 
 
 def _store_option(p: argparse.ArgumentParser) -> None:
@@ -111,14 +116,18 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     return 0
 
 
-@contextlib.contextmanager
-def _store(args: argparse.Namespace) -> Iterator[EventStore]:
-    url = getattr(args, "store", None)
+def open_store(url: str | None) -> EventStore:
+    """The event store at `url`, or at CHORUS_STORE_URL when none is given."""
     if not url:
         from actors.runtime.settings import Settings
 
         url = Settings.from_env().store_url
-    store = EventStore(url)
+    return EventStore(url)
+
+
+@contextlib.contextmanager
+def _store(args: argparse.Namespace) -> Iterator[EventStore]:
+    store = open_store(getattr(args, "store", None))
     try:
         yield store
     finally:

@@ -43,6 +43,7 @@ from projections.projection import (
     projection_names,
     registered_projections,
 )
+from projections.log_reader import read_stored
 from projections.views import PositionMoved, ViewCursor, ViewStore
 
 
@@ -265,17 +266,8 @@ class ProjectionRunner:
 
     def _read(self, p: Projection, position: int, head: int) -> list[Recorded] | list[StoredRecord]:
         size = self._batch_size(p)
-        if p.stored and self.views.log_table is not None:
-            return self.views.read_log(position, head, size, p.types)
         if p.stored:
-            with self.store._available():
-                page = self.store.recorder.select_notifications(
-                    position + 1, size, stop=head, topics=p.types
-                )
-            return [
-                StoredRecord(n.id, n.originator_id, n.originator_version, n.topic, n.state)  # type: ignore[arg-type]
-                for n in page
-            ]
+            return read_stored(self.store, self.views, position, head, size, p.types)
         pages = self.store.read_all(position + 1, to_position=head, types=p.types, batch=size)
         try:
             return list(islice(pages, size))

@@ -17,10 +17,8 @@ read snapshot taken before a write can fail at once with "database is locked"). 
 runners on one projection therefore serialize, and a runner whose expected position
 moved underneath it (another runner, a rebuild) rolls back and re-reads.
 
-Views in the store's own database read stored events with `read_log`: the library's
-`select_notifications` query on the recorder's table, as plain tuples, without its
-per-row `Notification` objects and dict rows (which cost about as much as the rest of
-the read).
+Views in the store's own database read stored events with SQL on the recorder's table
+(`projections.log_reader`, through `log_table`).
 """
 
 from __future__ import annotations
@@ -37,7 +35,6 @@ from eventsourcing.postgres import PostgresTrackingRecorder
 from eventsourcing.sqlite import SQLiteDatastore, SQLiteTrackingRecorder
 
 from events.store import EventStore, StoreUnavailable, one_line, redact
-from projections.projection import StoredRecord
 
 SCHEMAS_TABLE = "projection_schemas"
 _CREATE_SCHEMAS = (
@@ -147,7 +144,7 @@ class ViewStore:
         else:
             self.tracking_table = "tracking"
             self.schema = ""
-        # The store's events table, when it is in this database (`read_log`); set by for_store.
+        # The store's events table, when it is in this database (`log_reader`); set by for_store.
         self.log_table: str | None = None
 
     @classmethod
@@ -279,43 +276,6 @@ class ViewStore:
     def track(self, c: ViewCursor, projection: str, position: int) -> None:
         """Record `position` as processed, in the transaction of `c` (the library's insert)."""
         self.recorder._insert_tracking(c.raw, Tracking(tracking_name(projection), position))
-
-    def read_log(self, after: int, head: int, limit: int, types: Sequence[str] = ()) -> list[StoredRecord]:
-        """Up to `limit` stored events after position `after` up to `head` (of `types`, if
-        any), in a read transaction of their own: what `select_notifications(after + 1,
-        limit, stop=head, topics=types)` returns, as StoredRecords. Only with `log_table`."""
-        if self.log_table is None:
-            raise RuntimeError(f"views in {redact(self.url)} do not share the store's database")
-        with self.available(), self.recorder.datastore.transaction(commit=False) as raw:
-            if self.dialect == "postgres":
-                from psycopg.rows import tuple_row
-
-                where = " AND topic = ANY(%s)" if types else ""
-                params: list[Any] = [after, head, *([list(types)] if types else []), limit]
-                with raw.connection.cursor(row_factory=tuple_row) as cur:
-                    cur.execute(
-                        "SELECT notification_id, originator_id, originator_version, topic, state "
-                        f"FROM {self.log_table} WHERE notification_id > %s AND notification_id <= %s"
-                        f"{where} ORDER BY notification_id LIMIT %s",
-                        params,
-                        prepare=True,
-                    )
-                    rows = cur.fetchall()
-                return [
-                    StoredRecord(n, o, v, t, s if s.__class__ is bytes else bytes(s)) for n, o, v, t, s in rows
-                ]
-            cur = raw.sqlite_cursor.connection.cursor()
-            cur.row_factory = None  # plain tuples
-            try:
-                where = f" AND topic IN ({', '.join('?' * len(types))})" if types else ""
-                cur.execute(
-                    "SELECT rowid, originator_id, originator_version, topic, state "
-                    f"FROM {self.log_table} WHERE rowid > ? AND rowid <= ?{where} ORDER BY rowid LIMIT ?",
-                    (after, head, *types, limit),
-                )
-                return [StoredRecord(*row) for row in cur.fetchall()]
-            finally:
-                cur.close()
 
     def stored_schema(self, c: ViewCursor, projection: str) -> int | None:
         row = c.execute(

@@ -13,11 +13,7 @@ read time / rebuild time, so **>= 0.5 meets the target**.
 Per round, turn about (order alternating): the raw read; `ProjectionRunner.rebuild` of
 the audit trail (drop, recreate, catch up from 0: stored records, bulk load); the same
 rebuild with typed events and no bulk load (the runner's path before stored records:
-`EventStore.read_all`, pydantic per event, indexes kept, batches of 500); the audit
-trail's database floor (a stored-record view that inserts the audit view's rows, built
-beforehand, into tables of the same shape and indexes: the read, the inserts, the index
-builds and the drop, with no decoding — what the rebuild would cost if its Python were
-free); a rebuild of a trivial stored-record view (events per type: what the runner
+`EventStore.read_all`, pydantic per event, indexes kept, batches of 500); a rebuild of a trivial stored-record view (events per type: what the runner
 itself costs); and, unless `--no-snapshots`, a rebuild of the snapshots view (typed
 events for the actor streams, `evolve`, state JSON, files written into a temporary
 folder).
@@ -52,7 +48,7 @@ from events.effects import LlmCompleted, LlmRequested, ToolCalled, ToolReturned
 from events.runs import RunCompleted, RunStarted, RunSubmitted
 from events.store import EventStore
 from projections import AuditProjection, Projection, ProjectionRunner, ViewCursor
-from projections.audit import _CALL_COLUMNS, _EVENT_COLUMN_NAMES
+from projections.audit import AuditTrail
 from projections.snapshots import SnapshotProjection
 from tests.bench.bench_store import (
     backends_from,
@@ -173,51 +169,6 @@ class TypeCounts(Projection):
         )
 
 
-class _Renamed:
-    """A cursor that writes the audit view's statements to the floor's own tables."""
-
-    NAMES = (("llm_calls_call", "floor_calls_call"), ("llm_calls_run", "floor_calls_run"),
-             ("audit_events_", "floor_events_"), ("audit_events", "floor_events"), ("llm_calls", "floor_calls"))
-
-    def __init__(self, c: ViewCursor) -> None:
-        self.c, self.dialect = c, c.dialect
-
-    @classmethod
-    def name(cls, sql: str) -> str:
-        for old, new in cls.NAMES:
-            sql = sql.replace(old, new)
-        return sql
-
-    def execute(self, sql: str, params: Sequence[Any] = ()) -> ViewCursor:
-        return self.c.execute(self.name(sql), params)
-
-
-class Floor(Projection):
-    """The audit view's database work without its Python: inserts the audit view's rows,
-    taken from a built view, into tables of the same shape (and the same indexes)."""
-
-    name = "bench_floor"
-    stored = True
-    tables = ("floor_events", "floor_calls")
-    indexes = tuple((_Renamed.name(n), _Renamed.name(t), cols) for n, t, cols in AuditProjection.indexes)
-
-    def __init__(self, events: dict[int, tuple[Any, ...]], calls: dict[int, tuple[Any, ...]]) -> None:
-        self.events, self.calls = events, calls
-
-    @classmethod
-    def of(cls, views: Any) -> Floor:
-        events = {r["position"]: tuple(r[k] for k in _EVENT_COLUMN_NAMES) for r in views.query("SELECT * FROM audit_events")}
-        calls = {r["position"]: tuple(r[k] for k in _CALL_COLUMNS) for r in views.query("SELECT * FROM llm_calls")}
-        return cls(events, calls)
-
-    def create(self, c: ViewCursor) -> None:
-        AuditProjection.create(self, _Renamed(c))  # type: ignore[arg-type]
-
-    def apply_batch(self, c: ViewCursor, records: Sequence[Any]) -> None:
-        c.insert_rows("floor_events", _EVENT_COLUMN_NAMES, [self.events[r.position] for r in records])
-        c.insert_rows("floor_calls", _CALL_COLUMNS, [self.calls[r.position] for r in records if r.position in self.calls])
-
-
 def raw_read(store: EventStore, page: int) -> Callable[[], int]:
     def read() -> int:
         head, start, count = store.max_position(), 1, 0
@@ -240,7 +191,8 @@ def rebuild(runner: ProjectionRunner, name: str) -> Callable[[], int]:
 
 
 def bench(backends: list[str], args: argparse.Namespace, tmpdir: str) -> str:
-    rows = []
+    rows: list[list[str]] = []
+    queries: list[list[str]] = []
     for backend in backends:
         with fresh_url(backend, tmpdir, "proj") as url:
             store = EventStore(url)
@@ -253,13 +205,10 @@ def bench(backends: list[str], args: argparse.Namespace, tmpdir: str) -> str:
                 bulk = args.batch
                 fast = ProjectionRunner(store, [AuditProjection()], bulk_batch_size=bulk)
                 typed = ProjectionRunner(store, [TypedAudit()], bulk_threshold=10**12)
-                fast.rebuild("audit")
-                floor = ProjectionRunner(store, [Floor.of(fast.views)], bulk_batch_size=bulk)
                 ops: dict[str, Callable[[], Any]] = {
                     "raw": raw_read(store, args.batch),
                     "audit": rebuild(fast, "audit"),
                     "typed": rebuild(typed, "audit"),
-                    "floor": rebuild(floor, Floor.name),
                     "counts": rebuild(ProjectionRunner(store, [TypeCounts()], bulk_batch_size=bulk), TypeCounts.name),
                 }
                 if not args.no_snapshots:
@@ -277,7 +226,6 @@ def bench(backends: list[str], args: argparse.Namespace, tmpdir: str) -> str:
                 for name, label in (
                     ("audit", "audit trail (stored records, bulk load)"),
                     ("typed", "audit trail (typed events, indexes kept, batches of 500)"),
-                    ("floor", "audit trail's database floor (its rows prebuilt: read, insert, index, drop)"),
                     ("snapshots", "snapshots (typed events of actor streams, files)"),
                     ("counts", "events per type (stored records; the runner's own cost)"),
                 ):
@@ -288,13 +236,50 @@ def bench(backends: list[str], args: argparse.Namespace, tmpdir: str) -> str:
                         backend, label, f"{n:,}", f"{n / med(raw):,.0f}", f"{n / med(secs[name]):,.0f}",
                         f"**{med(ratios):.2f}**", spread(ratios),
                     ])
+                queries.extend(query_rows(backend, store, fast, n, args.rounds))
             finally:
                 store.close()
+    table(
+        "Audit trail queries for one run, against reading its streams (ms per run, 20 runs)",
+        ["backend", "query", "stream read ms", "query ms", "ratio", "ratio range"],
+        queries,
+    )
     return table(
         f"Rebuild of a {args.events:,}-event log against a raw read ({args.rounds} rounds)",
         ["backend", "projection", "events", "raw read ev/s", "rebuild ev/s", "ratio", "ratio range"],
         rows,
     )
+
+
+def query_rows(backend: str, store: EventStore, runner: ProjectionRunner, n: int, rounds: int) -> list[list[str]]:
+    """What a user of the trail waits for: one run's events, its LLM calls (prompts and
+    responses read from the log) and its usage, against reading the run's two streams
+    (`EventStore.read_stream`, typed events: the least a look at a run costs)."""
+    trail = AuditTrail(store, runner.views)
+    runs = n // (STEPS * 5 + 5)
+    sample = [f"bench-{i:06d}" for i in range(1, runs + 1, max(1, runs // 20))][:20]
+
+    def each(query: Callable[[str], Any]) -> Callable[[], None]:
+        return lambda: [query(run) for run in sample] and None
+
+    ops = {
+        "streams": each(lambda r: (store.read_stream(f"run:{r}"), store.read_stream(f"agent:{r}"))),
+        "events": each(lambda r: trail.events(run_id=r)),
+        "calls": each(lambda r: trail.llm_calls(run_id=r)),
+        "usage": each(trail.usage_by_run),
+    }
+    assert len(trail.events(run_id=sample[0])) == STEPS * 5 + 5
+    assert len(trail.llm_calls(run_id=sample[0])) == STEPS
+    secs = per_round(interleaved(ops, 1, rounds))
+    base = secs["streams"]
+    out = []
+    for name, label in (("events", "events of the run"), ("calls", "its LLM calls"), ("usage", "its usage")):
+        ratios = [b / q for b, q in zip(base, secs[name], strict=True)]
+        out.append([
+            backend, label, f"{1000 * med(base) / len(sample):.1f}", f"{1000 * med(secs[name]) / len(sample):.1f}",
+            f"**{med(ratios):.2f}**", spread(ratios),
+        ])
+    return out
 
 
 def profile(tmpdir: str, n_events: int, backend: str) -> None:

@@ -15,6 +15,7 @@ from events.agent import StepDecided
 from events.effects import LlmCompleted, LlmRequested
 from events.runs import RunSubmitted
 from projections import AuditProjection, AuditTrail, ProjectionRunner
+from projections.log_reader import read_positions, read_stored
 
 
 @pytest.fixture
@@ -45,8 +46,11 @@ def agent_turn(store: EventStore, stream: str, run: str, i: int) -> None:
     store.append(stream, [StepDecided(iteration=i, thought="t", action="search", args={}, run_id=run)], version + 2)
 
 
-def audit_positions(runner: ProjectionRunner) -> list[int]:
-    return [r["position"] for r in runner.views.query("SELECT position FROM audit_events ORDER BY position")]
+def indexed(runner: ProjectionRunner) -> tuple[int, int]:
+    """How many events the audit view counted, and the last position it indexed: (n, n)
+    when each of the first n events was applied exactly once (twice would count it twice)."""
+    [row] = runner.views.query("SELECT SUM(events) AS n, MAX(last_position) AS last FROM audit_streams")
+    return int(row["n"] or 0), int(row["last"] or 0)
 
 
 def test_the_audit_trail_end_to_end(store, tmp_path):
@@ -75,7 +79,7 @@ def test_views_live_in_the_stores_own_database(store_url, tmp_path):
         if s.backend == "sqlite":
             path = store_url.removeprefix("sqlite:///")
             with sqlite3.connect(path) as db:
-                assert db.execute("SELECT COUNT(*) FROM audit_events").fetchone() == (1,)
+                assert db.execute("SELECT run_id, stream_id, events FROM audit_streams").fetchall() == [("1", "run:1", 1)]
                 assert db.execute(
                     "SELECT notification_id FROM tracking WHERE application_name = 'projection:audit'"
                 ).fetchone() == (1,)
@@ -90,8 +94,10 @@ def test_views_live_in_the_stores_own_database(store_url, tmp_path):
                         "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,)
                     ).fetchall()
                 }
-                assert {"audit_events", "llm_calls", "projection_schemas", "notification_tracking"} <= tables
-                assert db.execute(f'SELECT COUNT(*) FROM "{schema}".audit_events').fetchone() == (1,)
+                assert {"audit_streams", "llm_calls", "projection_schemas", "notification_tracking"} <= tables
+                assert db.execute(f'SELECT run_id, stream_id, events FROM "{schema}".audit_streams').fetchall() == [
+                    ("1", "run:1", 1)
+                ]
     finally:
         s.close()
 
@@ -109,7 +115,7 @@ def test_a_restart_on_a_new_store_object_carries_on_where_the_last_one_stopped(d
         [status] = runner.status()
         assert (status.position, status.head, status.lag) == (8, 30, 22)
         assert runner.run_once() == {"audit": 22}
-        assert audit_positions(runner) == list(range(1, 31))
+        assert indexed(runner) == (30, 30)
         got = runner.views.dump(AuditProjection.tables)
         runner.rebuild()
         assert runner.views.dump(AuditProjection.tables) == got
@@ -153,7 +159,7 @@ def test_runners_racing_on_one_projection_apply_each_event_once(store):
     assert not errors, errors
     runner = ProjectionRunner(store, [AuditProjection()])
     runner.run_once()
-    assert audit_positions(runner) == list(range(1, store.max_position() + 1)) and store.max_position() == 120
+    assert indexed(runner) == (120, 120) and store.max_position() == 120
     got = runner.views.dump(AuditProjection.tables)
     runner.rebuild()
     assert runner.views.dump(AuditProjection.tables) == got
@@ -169,7 +175,7 @@ def test_a_live_runner_sees_what_another_store_object_appends(store):
         for i in range(2, 5):
             agent_turn(writer, "agent-1", "1", i)
         runner.wait_until(writer.max_position(), timeout=30)
-        assert audit_positions(runner) == list(range(1, 13))
+        assert indexed(runner) == (12, 12)
     finally:
         runner.stop()
         if writer is not store:
@@ -177,7 +183,7 @@ def test_a_live_runner_sees_what_another_store_object_appends(store):
     assert runner.error is None
 
 
-# -- bulk loads of stored records, read with ViewStore.read_log ----------------------------------
+# -- bulk loads of stored records, read with projections.log_reader ----------------------------------
 
 
 class Crash(Exception):
@@ -221,7 +227,7 @@ def test_a_bulk_rebuild_gives_the_incremental_view_and_a_crash_loses_only_its_ba
     with pytest.raises(Crash):
         dying.rebuild("audit")
     assert dying.views.position("audit") == 5
-    assert audit_positions(dying) == list(range(1, 6))
+    assert indexed(dying) == (5, 5)
     again = other_store(store)
     try:
         restarted = ProjectionRunner(again, [AuditProjection()], batch_size=4)
@@ -232,27 +238,35 @@ def test_a_bulk_rebuild_gives_the_incremental_view_and_a_crash_loses_only_its_ba
             again.close()
 
 
-def test_read_log_gives_what_the_recorder_gives(durable_store_url):
-    store = EventStore(durable_store_url)
+def test_the_log_reader_gives_what_the_recorder_gives(store_url):
+    store = EventStore(store_url)
     try:
         store.append("run:1", [RunSubmitted(goal="g\x00ü", run_id="1")], 0)
         for i in range(1, 4):
             agent_turn(store, "agent-1", "1", i)
+            agent_turn(store, "agent-2", "1", i)
         views = ProjectionRunner(store, [AuditProjection()]).views
         head = store.max_position()
 
         def rows(records):
             return [(r.position, r.stream_id, r.version, r.type_name, bytes(r.state)) for r in records]
 
-        expected = [(n.id, n.originator_id, n.originator_version, n.topic, n.state)
-                    for n in store.recorder.select_notifications(3, 100, stop=head - 1)]
-        assert rows(views.read_log(2, head - 1, 100)) == expected
-        assert rows(views.read_log(2, head - 1, 3)) == expected[:3]
+        def recorder(start, stop, topics=()):
+            return [(n.id, n.originator_id, n.originator_version, n.topic, bytes(n.state))
+                    for n in store.recorder.select_notifications(start, 100, stop=stop, topics=topics)]
+
+        expected = recorder(3, head - 1)
+        assert rows(read_stored(store, views, 2, head - 1, 100)) == expected
+        assert rows(read_stored(store, views, 2, head - 1, 3)) == expected[:3]
         wanted = ("StepDecided", "RunSubmitted")
-        assert rows(views.read_log(0, head, 100, wanted)) == [
-            (n.id, n.originator_id, n.originator_version, n.topic, n.state)
-            for n in store.recorder.select_notifications(1, 100, stop=head, topics=wanted)
-        ]
-        assert views.read_log(head, head, 100) == []
+        assert rows(read_stored(store, views, 0, head, 100, wanted)) == recorder(1, head, wanted)
+        assert read_stored(store, views, head, head, 100) == []
+        # By stream: only those streams' events, still up to the limit.
+        agent_2 = [row for row in recorder(1, head) if row[1] == "agent-2"]
+        assert rows(read_stored(store, views, 0, head, 100, (), {"agent-2"})) == agent_2
+        assert rows(read_stored(store, views, 0, head, 4, (), {"agent-2"})) == agent_2[:4]
+        # At chosen positions (one past the end is left out).
+        found = read_positions(store, views, [head, 2, head + 1])
+        assert sorted(found) == [2, head] and rows([found[2]]) == recorder(2, 2)
     finally:
         store.close()

@@ -27,8 +27,7 @@ from events.agent import AgentFailed, AgentStarted, AnswerGiven, StepDecided, St
 from events.base import ENVELOPE_FIELDS
 from events.effects import LlmCompleted, LlmFailed, LlmRequested, ToolCalled, ToolReturned
 from events.runs import RunCompleted, RunStarted, RunSubmitted
-from projections import AuditProjection, ProjectionRunner, ViewCursor, registered_projections
-from projections import audit as audit_module
+from projections import AuditProjection, AuditTrail, ProjectionRunner, ViewCursor, registered_projections
 from projections import snapshots as snap
 from projections.cli import add_parsers
 from projections.debug import UnknownStream, state_at
@@ -608,17 +607,18 @@ def test_audit_rows_from_stored_records_are_the_rows_from_typed_events(store):
                            T0.replace(microsecond=0))):
         store.append("t", [RunStarted(lead_stream="x", timestamp=t)], j)
     typed = list(store.read_all())
-    stored = [StoredRecord(r.position, r.event.stream_id, r.event.version, r.event.type_name, n.state)
-              for r, n in zip(typed, store.recorder.select_notifications(1, 100), strict=True)]
-    from_typed = list(audit_module._event_rows(typed))
-    from_stored = list(audit_module._event_rows(stored))
-    assert [row for row, _ in from_stored] == [row for row, _ in from_typed]
-    for (row, _), r in zip(from_stored, typed, strict=True):
-        assert row[10] == r.event.model_dump_json(exclude=envelope)  # pydantic's own JSON
-        assert row[7] == audit_module._timestamp(r.event.timestamp)
+    # The trail shows each event's payload as pydantic's own JSON.
+    trail = AuditTrail.open(store)
+    for e, r in zip(trail.events(), typed, strict=True):
+        assert e.payload == json.loads(r.event.model_dump_json(exclude=envelope))
     # And the whole view, both ways.
     fast = ProjectionRunner(store, [AuditProjection()])
     fast.run_once()
+    # Times in any zone or none are spanned as UTC text.
+    [span] = fast.views.query("SELECT first_at, last_at, events FROM audit_streams WHERE stream_id = 't'")
+    assert (span["first_at"], span["last_at"], span["events"]) == (
+        "2026-01-01T00:00:00.000000+00:00", "2026-01-01T00:00:00.000005+00:00", 3,
+    )
 
     class TypedAudit(AuditProjection):
         stored = False

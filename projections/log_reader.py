@@ -1,0 +1,116 @@
+"""Reading stored events (msgpack, undecoded) from the log, for projections and the views'
+queries: by position range, type and stream, or at chosen positions.
+
+Views in the store's own database (`ViewStore.log_table`) read with SQL on the recorder's
+table: the library's `select_notifications` query, rows as plain tuples, without its
+per-row `Notification` objects and dict rows (which cost about as much as the rest of
+the read). The in-memory store's views live apart from its log; there the recorder's
+`select_notifications` serves, with the stream filter applied here.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from eventsourcing.persistence import InterfaceError, OperationalError
+from eventsourcing.utils import retry
+
+from events.store import EventStore
+from projections.projection import StoredRecord
+from projections.views import ViewStore, _pg_sql
+
+
+def read_stored(
+    store: EventStore,
+    views: ViewStore,
+    after: int,
+    head: int,
+    limit: int,
+    types: Sequence[str] = (),
+    streams: Collection[str] = (),
+) -> list[StoredRecord]:
+    """Up to `limit` stored events after position `after` up to `head`, of `types` and
+    in `streams` if given, in log order. Fewer than `limit`: there are no more."""
+    if views.log_table is not None:
+        where, params = [], []
+        for column, values in (("topic", types), ("originator_id", streams)):
+            if values:
+                where.append(f" AND {column} IN ({', '.join('?' * len(values))})")
+                params.extend(values)
+        key = _key(views)
+        return _select(
+            views,
+            f"{key} > ? AND {key} <= ?{''.join(where)} ORDER BY {key} LIMIT ?",
+            [after, head, *params, limit],
+        )
+    found: list[StoredRecord] = []
+    start = after + 1
+    while start <= head and len(found) < limit:
+        with store._available():
+            page = store.recorder.select_notifications(start, limit, stop=head, topics=tuple(types))
+        found.extend(
+            StoredRecord(n.id, n.originator_id, n.originator_version, n.topic, n.state)
+            for n in page
+            if not streams or n.originator_id in streams
+        )
+        if len(page) < limit:
+            break
+        start = page[-1].id + 1
+    return found[:limit]
+
+
+def read_positions(store: EventStore, views: ViewStore, positions: Collection[int]) -> dict[int, StoredRecord]:
+    """The stored events at `positions`, by position (positions past the log are left out)."""
+    wanted = sorted(set(positions))
+    if views.log_table is not None:
+        key = _key(views)
+        found = []
+        for i in range(0, len(wanted), 500):
+            part = wanted[i : i + 500]
+            found += _select(views, f"{key} IN ({', '.join('?' * len(part))}) ORDER BY {key}", part)
+    else:
+        found = []
+        for p in wanted:
+            with store._available():
+                found.extend(
+                    StoredRecord(n.id, n.originator_id, n.originator_version, n.topic, n.state)
+                    for n in store.recorder.select_notifications(p, 1, stop=p)
+                )
+    return {r.position: r for r in found}
+
+
+def _key(views: ViewStore) -> str:
+    """The column of a stored event's position."""
+    return "notification_id" if views.dialect == "postgres" else "rowid"
+
+
+def _select(views: ViewStore, where: str, params: list[Any]) -> list[StoredRecord]:
+    sql = (
+        f"SELECT {_key(views)}, originator_id, originator_version, topic, state "
+        f"FROM {views.log_table} WHERE {where}"
+    )
+    with views.available():
+        if views.dialect == "postgres":
+            return _select_pg(views, sql, params)
+        with views.recorder.datastore.transaction(commit=False) as raw:
+            cur = raw.sqlite_cursor.connection.cursor()
+            cur.row_factory = None  # plain tuples
+            try:
+                cur.execute(sql, params)
+                return [StoredRecord(*row) for row in cur.fetchall()]
+            finally:
+                cur.close()
+
+
+# As the library's PostgreSQL recorders do for their reads: a dropped connection is
+# retried (the pool replaces it) before it becomes StoreUnavailable.
+@retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+def _select_pg(views: ViewStore, sql: str, params: list[Any]) -> list[StoredRecord]:
+    from psycopg.rows import tuple_row
+
+    with views.recorder.datastore.transaction(commit=False) as raw:
+        with raw.connection.cursor(row_factory=tuple_row) as cur:
+            cur.execute(_pg_sql(sql), params, prepare=True)
+            rows = cur.fetchall()
+    return [StoredRecord(n, o, v, t, s if s.__class__ is bytes else bytes(s)) for n, o, v, t, s in rows]

@@ -70,3 +70,21 @@ class WorkflowFinished(Event):
     llm_calls: int = 0
     tool_calls: int = 0
     tokens: int = 0
+
+
+@event_type("WorkflowForked")
+class WorkflowForked(Event):
+    """This workflow re-runs the workflow of `origin_run` from its start (Temporal's reset):
+    its first `llm_calls` completions and `tool_calls` tool results were served from that
+    run's log (what it had recorded by global position `origin_position`); later calls ran
+    live. `model` / `params` are what the fork asked for; `retargets` say which model and
+    parameters each LLM call used: from call `after + 1` on, the last entry that applies
+    replaces the model (when given) and overrides the parameters it names."""
+
+    origin_run: str
+    origin_position: int
+    llm_calls: int = 0
+    tool_calls: int = 0
+    model: str | None = None
+    params: dict[str, Any] | None = None
+    retargets: list[dict[str, Any]] = []

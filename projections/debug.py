@@ -13,7 +13,7 @@ from actors.runtime.registry import Registry
 from actors.runtime.run import RunLifecycle
 from actors.runtime.shell import rebuild
 from events.base import Event, State
-from events.store import EventStore
+from events.store import EventStore, Recorded
 from projections.replay import agent_name, agent_streams, run_records
 
 ERROR_TYPES = frozenset({"LlmFailed", "AgentFailed", "RunFailed", "BudgetExceeded", "StepRejected"})
@@ -76,33 +76,40 @@ def behaviour_for(store: EventStore, events: list[Event]) -> Any:
 class RunDiff:
     run_a: str
     run_b: str
-    shared: int  # leading events of the lead agents that are the same fact
+    shared: int  # leading events of the lead agents (or workflows) that are the same fact
     first_a: Event | None
     first_b: Event | None
     counts_a: Counter[str]
     counts_b: Counter[str]
     end_a: str
     end_b: str
+    kind: str = "agent"  # "agent" or "workflow": what was compared
 
     def lines(self) -> list[str]:
-        out = [f"{self.run_a} and {self.run_b}: the lead agents share their first {self.shared} events"]
+        lead = "workflows" if self.kind == "workflow" else "lead agents"
+        out = [f"{self.run_a} and {self.run_b}: the {lead} share their first {self.shared} events"]
         if self.first_a is None and self.first_b is None:
             out.append("no difference: the same events, in the same order")
         else:
             out.append(f"  {self.run_a}: {_show(self.first_a)}")
             out.append(f"  {self.run_b}: {_show(self.first_b)}")
-        out.append(f"  {self.run_a}: {_tally(self.counts_a)}; {self.end_a}")
-        out.append(f"  {self.run_b}: {_tally(self.counts_b)}; {self.end_b}")
+        out.append(f"  {self.run_a}: {_tally(self.counts_a, self.kind)}; {self.end_a}")
+        out.append(f"  {self.run_b}: {_tally(self.counts_b, self.kind)}; {self.end_b}")
         return out
 
 
 def diff_runs(store: EventStore, run_a: str, run_b: str) -> RunDiff:
-    streams = []
+    """Where two runs of one kind part: their lead agents' streams, or for task workflow runs
+    their workflow streams (a fork's `WorkflowForked` mark is not a fact of the workflow)."""
+    kinds, streams = [], []
     for run_id in (run_a, run_b):
-        agents = agent_streams(run_records(store, run_id))
-        if not agents:
-            raise ValueError(f"run {run_id} has no agent events")
-        streams.append(next(iter(agents.values())))
+        kind, events = _lead_events(run_records(store, run_id), run_id)
+        kinds.append(kind)
+        streams.append(events)
+    if kinds[0] != kinds[1]:
+        raise ValueError(
+            f"run {run_a} is {_a(kinds[0])} run and run {run_b} {_a(kinds[1])} run; diff compares runs of one kind"
+        )
     a, b = streams
     shared = 0
     for x, y in zip(a, b, strict=False):
@@ -119,7 +126,27 @@ def diff_runs(store: EventStore, run_a: str, run_b: str) -> RunDiff:
         Counter(e.type_name for e in b),
         _end(store, run_a),
         _end(store, run_b),
+        kinds[0],
     )
+
+
+def _lead_events(records: list[Recorded], run_id: str) -> tuple[str, list[Event]]:
+    if agent_name(records, run_id) == "task":
+        from actors.tasks.workflow import task_stream
+
+        stream = task_stream(run_id)
+        events = [r.event for r in records if r.event.stream_id == stream and r.event.type_name != "WorkflowForked"]
+        if not events:
+            raise ValueError(f"run {run_id} has no workflow events")
+        return "workflow", sorted(events, key=lambda e: e.version)
+    agents = agent_streams(records)
+    if not agents:
+        raise ValueError(f"run {run_id} has no agent events")
+    return "agent", next(iter(agents.values()))
+
+
+def _a(kind: str) -> str:
+    return "a task workflow" if kind == "workflow" else "an agent"
 
 
 def _fact(e: Event) -> dict[str, Any]:
@@ -130,11 +157,12 @@ def _fact(e: Event) -> dict[str, Any]:
 
 def _end(store: EventStore, run_id: str) -> str:
     run = rebuild(RunLifecycle(), store.read_stream(f"run:{run_id}"))
+    origin = f" (a fork of {run.forked_from})" if run.forked_from else ""
     if run.status == "completed":
-        return f"completed: {(run.result or '')[:160]!r}"
+        return f"completed: {(run.result or '')[:160]!r}{origin}"
     if run.status == "failed" and run.error:
-        return f"failed: {run.error.line()}"
-    return run.status
+        return f"failed: {run.error.line()}{origin}"
+    return run.status + origin
 
 
 def _show(e: Event | None) -> str:
@@ -144,7 +172,12 @@ def _show(e: Event | None) -> str:
     return f"@{e.version} {e.type_name} {text[:240]}"
 
 
-def _tally(counts: Counter[str]) -> str:
-    keys = ("LlmCompleted", "ToolReturned", "StepRejected")
-    names = {"LlmCompleted": "LLM calls", "ToolReturned": "tool calls", "StepRejected": "rejected steps"}
-    return ", ".join(f"{counts.get(k, 0)} {names[k]}" for k in keys) + f", {sum(counts.values())} events"
+TALLIES = {
+    "agent": {"LlmCompleted": "LLM calls", "ToolReturned": "tool calls", "StepRejected": "rejected steps"},
+    "workflow": {"LlmCompleted": "LLM calls", "ToolReturned": "tool calls", "TaskCalled": "task calls"},
+}
+
+
+def _tally(counts: Counter[str], kind: str = "agent") -> str:
+    names = TALLIES[kind]
+    return ", ".join(f"{counts.get(k, 0)} {name}" for k, name in names.items()) + f", {sum(counts.values())} events"

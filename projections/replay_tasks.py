@@ -15,10 +15,10 @@ from actors.runtime.effects import ReplayEffects, ToolDivergence
 from actors.runtime.llm.types import ReplayDivergence
 from actors.runtime.shell import ActorShell
 from actors.tasks.journal import JournalDivergence
-from actors.tasks.workflow import StartWorkflow, WorkflowBehaviour, execute_workflow, task_stream
+from actors.tasks.workflow import ForkWorkflow, StartWorkflow, WorkflowBehaviour, execute_workflow, task_stream
 from events.base import Event
 from events.store import EventStore, Recorded
-from events.tasks import WorkflowStarted
+from events.tasks import WorkflowForked, WorkflowStarted
 
 
 def is_task_run(records: list[Recorded], run_id: str) -> bool:
@@ -58,6 +58,10 @@ def _rerun(stream_id: str, original: list[Event], run_id: str) -> tuple[list[Eve
     reason = ""
     try:
         shell.handle(StartWorkflow.from_event(first, key=first.command_id or "start"), causation_id=first.causation_id)
+        forked = original[1] if len(original) > 1 else None
+        if isinstance(forked, WorkflowForked):  # a fork: its own recording serves all its calls
+            fork = ForkWorkflow.from_event(forked, key=forked.command_id or "fork")
+            shell.handle(fork, causation_id=forked.causation_id)
         execute_workflow(shell, ReplayEffects(original))
     except (ReplayDivergence, ToolDivergence, JournalDivergence, ValueError) as e:
         reason = str(e).splitlines()[0]

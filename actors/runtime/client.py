@@ -280,9 +280,13 @@ class Client:
         model: str | None = None,
         llm_params: dict[str, Any] | None = None,
     ) -> RunHandle:
-        """A new run that starts from `run_id`'s lead agent as it was at global position `at`
-        and continues live (optionally with another model or parameters). The original run is
-        untouched; the new one records where it came from."""
+        """A new run that starts from `run_id`'s lead agent (or workflow) as it was at global
+        position `at` and continues live (optionally with another model or parameters). The
+        original run is untouched; the new one records where it came from."""
+        if self.run_state(run_id).agent == "task":  # a workflow re-runs: actors.tasks.fork
+            from actors.tasks.client import fork_task
+
+            return fork_task(self, run_id, at, model=model, llm_params=llm_params)
         from projections.replay import agent_streams, run_records
 
         records = run_records(self.store, run_id)

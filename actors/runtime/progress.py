@@ -70,7 +70,7 @@ def describe(e: Event, brief: bool = False) -> str:
         return f"! research failed: {d.error.line()}"
     if t == "RunCompleted":
         return f"completed: {d.llm_calls} LLM calls, {d.tokens} tokens"
-    if t in ("WorkflowStarted", "StepEvaluated", "TaskCalled", "TaskReturned", "WorkflowFinished"):
+    if t in ("WorkflowStarted", "WorkflowForked", "StepEvaluated", "TaskCalled", "TaskReturned", "WorkflowFinished"):
         from actors.tasks.progress import describe as describe_task
 
         line = describe_task(e)

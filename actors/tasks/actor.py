@@ -12,7 +12,7 @@ from typing import Any
 from actors.runtime.llm.providers import provider_from_settings
 from actors.runtime.settings import Settings
 from actors.tasks.runner import serve
-from actors.tasks.workflow import StartWorkflow
+from actors.tasks.workflow import ForkWorkflow, StartWorkflow
 from events.store import EventStore
 
 
@@ -22,6 +22,6 @@ class TaskActor:
         self.store = EventStore(settings.store_url)
         self.provider = llm if llm is not None else provider_from_settings(settings)
 
-    def serve(self, start: StartWorkflow) -> dict[str, Any]:
-        result = serve(self.store, self.run_id, start, self.provider)
+    def serve(self, start: StartWorkflow, fork: ForkWorkflow | None = None) -> dict[str, Any]:
+        result = serve(self.store, self.run_id, start, self.provider, fork=fork)
         return result.model_dump(mode="json")

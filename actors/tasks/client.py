@@ -11,7 +11,8 @@
         for rec in run.events():              # live, until the run ends
             print(rec.event.type_name)
 
-A workflow is a run like any other (`chorus runs`, `chorus log`, `chorus replay`). The model
+A workflow is a run like any other (`chorus runs`, `chorus log`, `chorus replay`,
+`chorus diff`, and `Client.fork`, which hands workflow runs to `fork_task`). The model
 server is started only when the workflow can call a model.
 """
 
@@ -22,9 +23,10 @@ from typing import Any
 
 from actors.runtime.client import Client, RunHandle
 from actors.tasks.actor import TaskActor
+from actors.tasks.fork import read_fork
 from actors.tasks.result import TaskResult, from_error
 from actors.tasks.runner import needs_llm, prepare, submit, task_result
-from actors.tasks.workflow import task_stream
+from actors.tasks.workflow import ForkWorkflow, StartWorkflow, task_stream
 from events.errors import ErrorInfo
 
 
@@ -33,18 +35,36 @@ def submit_task(client: Client, text: str, *, run_id: str | None = None, **optio
     (params, template_dirs, templates, workspace, index, history, kind, llm_params, limits).
     Bad input raises ValueError before anything is written."""
     start = prepare(text, model=client.settings.llm_model, **options)
+    return _launch(client, run_id or uuid.uuid4().hex[:12], start)
+
+
+def fork_task(
+    client: Client, run_id: str, at: int, *, model: str | None = None, llm_params: dict[str, Any] | None = None
+) -> RunHandle:
+    """A new run that re-runs workflow run `run_id`, served what it had recorded by global
+    position `at`, then live (with `model` / `llm_params` if given); see `actors.tasks.fork`.
+    The original run is untouched. ValueError, before anything is written, for a position
+    outside the run or after its workflow finished."""
+    client.run_state(run_id)  # UnknownRun
+    start, fork = read_fork(client.store, run_id, at, model=model, params=llm_params)
+    return _launch(client, uuid.uuid4().hex[:12], start, fork, forked_from=f"{run_id}@{at}")
+
+
+def _launch(
+    client: Client, run_id: str, start: StartWorkflow, fork: ForkWorkflow | None = None, forked_from: str | None = None
+) -> RunHandle:
+    """Record the run and serve it on a Ray actor that Ray restarts after a crash."""
     settings = client._ensure_llm() if needs_llm(start) else client.settings
     client._ensure_ray()
     import ray
 
-    run_id = run_id or uuid.uuid4().hex[:12]
-    submit(client.store, run_id, start)
+    submit(client.store, run_id, start, forked_from=forked_from)
     actor = (
         ray.remote(TaskActor)
         .options(name=task_stream(run_id), max_restarts=3, max_task_retries=3, num_cpus=0)
         .remote(settings, run_id, client.llm)
     )
-    return RunHandle(client, run_id, actor.serve.remote(start), actor)
+    return RunHandle(client, run_id, actor.serve.remote(start, fork), actor)
 
 
 def result_of(client: Client, handle: RunHandle) -> TaskResult:

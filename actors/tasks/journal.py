@@ -8,11 +8,15 @@ replay: the log) and is appended to the workflow's stream *before* the evaluator
 A restarted actor re-runs the workflow from the top against its own log: facts already in
 the log are checked, not appended again, and effects the log holds are served from it; the
 first thing the log does not hold runs live. So a crash costs at most the call in flight.
+
+A forked workflow (`WorkflowForked`) may send its later LLM calls to another model or with
+other parameters: the Journal retargets each request by the recorded rule before it is
+checked or made, so a fork resumes and replays to the same requests.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from actors.runtime.behaviour import Command
@@ -21,6 +25,7 @@ from actors.runtime.llm.types import LlmRequest
 from actors.runtime.shell import ActorShell
 from events.base import Event
 from events.effects import LlmCompleted, LlmFailed, LlmRequested, ToolCalled, ToolReturned
+from events.tasks import WorkflowForked
 
 
 class Record(Command):
@@ -46,8 +51,10 @@ class Journal:
         self.pending: list[Event] = []
         self.llm_calls = 0
         self.tool_calls = 0
+        self.retargets = list(shell.state.fork.get("retargets", []))
         # What a previous life of this workflow recorded after its start (resume).
-        self._log = shell.store.read_stream(shell.stream_id, 2) if shell.version > 1 else []
+        logged = shell.store.read_stream(shell.stream_id, 2) if shell.version > 1 else []
+        self._log = [e for e in logged if not isinstance(e, WorkflowForked)]
         self._cursor = 0
         self._logged_llm = {e.call_index for e in self._log if isinstance(e, (LlmCompleted, LlmFailed))}
         self._logged_tools = {e.call_index for e in self._log if isinstance(e, ToolReturned)}
@@ -67,6 +74,7 @@ class Journal:
     def llm(self, request: LlmRequest) -> LlmCompleted | LlmFailed:
         self.llm_calls += 1
         index = self.llm_calls
+        request = retarget(request, self.retargets, index)
         if index in self._logged_llm:
             recorded = self._served(LlmRequested, LlmCompleted, LlmFailed, index)
             if recorded[0].request_hash != request.hash():  # type: ignore[attr-defined]
@@ -116,3 +124,14 @@ class Journal:
         )
         if self.on_events is not None:
             self.on_events(appended)
+
+
+def retarget(request: LlmRequest, retargets: Sequence[dict[str, Any]], call_index: int) -> LlmRequest:
+    """The request as LLM call `call_index` of a forked workflow makes it (see `WorkflowForked`)."""
+    applies = [r for r in retargets if r["after"] < call_index]
+    if not applies:
+        return request
+    rule = applies[-1]
+    return request.model_copy(
+        update={"model": rule.get("model") or request.model, "params": {**request.params, **(rule.get("params") or {})}}
+    )

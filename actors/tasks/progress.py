@@ -26,6 +26,14 @@ def describe(e: Event) -> str:
     d: Any = e
     if t == "WorkflowStarted":
         return f"workflow ({d.kind}): {len(d.templates)} task templates, {len(d.tools)} tools, {len(d.memory_index)} files indexed"
+    if t == "WorkflowForked":
+        switch = ""
+        if d.model or d.params:
+            switch = f", with {d.model or 'the same model'}" + (f" ({_args(d.params)})" if d.params else "")
+        return (
+            f"forked from run {d.origin_run} at position {d.origin_position}: its first {d.llm_calls} LLM "
+            f"call(s) and {d.tool_calls} tool call(s) served from its log, the rest live{switch}"
+        )
     if t == "StepEvaluated":
         return f"{'  ' * min(d.depth - 1, MAX_INDENT)}· {_short(d.form, 100)}"
     if t == "TaskCalled":

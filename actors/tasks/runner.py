@@ -19,12 +19,13 @@ from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.run import Complete, Fail, RunLifecycle, Start, Submit, run_stream
 from actors.runtime.shell import ActorShell
 from actors.tasks.dispatcher import is_sexp
+from actors.tasks.fork import fork_effects
 from actors.tasks.memory import index_workspace
 from actors.tasks.result import TaskResult
 from actors.tasks.sexp.parser import Symbol, parse_program
 from actors.tasks.templates import TemplateError, builtin_sources, load_dir, parse_template
 from actors.tasks.tools import tool_names, workspace_tools
-from actors.tasks.workflow import StartWorkflow, WorkflowBehaviour, execute_workflow, task_stream
+from actors.tasks.workflow import ForkWorkflow, StartWorkflow, WorkflowBehaviour, execute_workflow, task_stream
 from events.base import Event
 from events.errors import ErrorInfo
 from events.store import EventStore
@@ -132,8 +133,8 @@ def _atoms(forms: Any) -> Iterable[Any]:
             yield f
 
 
-def submit(store: EventStore, run_id: str, start: StartWorkflow) -> ActorShell[Any]:
-    """Record the run (RunSubmitted); refuses a run id in use."""
+def submit(store: EventStore, run_id: str, start: StartWorkflow, forked_from: str | None = None) -> ActorShell[Any]:
+    """Record the run (RunSubmitted); refuses a run id in use. `forked_from` is `RUN@POSITION`."""
     run = ActorShell(RunLifecycle(), run_stream(run_id), store, run_id=run_id).load()
     if run.state.status != "new":
         raise ValueError(f"run {run_id} exists already")
@@ -143,6 +144,7 @@ def submit(store: EventStore, run_id: str, start: StartWorkflow) -> ActorShell[A
             goal=start.text,
             agent=AGENT,
             params={"kind": start.kind, "params": start.params, "workspace": start.workspace},
+            forked_from=forked_from,
         )
     )
     return run
@@ -156,15 +158,22 @@ def serve(
     *,
     tools: Mapping[str, Any] | None = None,
     on_events: Callable[[list[Event]], None] | None = None,
+    fork: ForkWorkflow | None = None,
 ) -> TaskResult:
-    """Run a submitted workflow to its end (or resume it) and close the run."""
+    """Run a submitted workflow to its end (or resume it) and close the run. With `fork`
+    (from `actors.tasks.fork.plan_fork`), the workflow is a fork of another run's."""
     run = ActorShell(RunLifecycle(), run_stream(run_id), store, run_id=run_id).load()
     shell = ActorShell(WorkflowBehaviour(), task_stream(run_id), store, run_id=run_id).load()
     shell.handle(start, causation_id=run.last_event_id)
+    if fork is not None:
+        shell.handle(fork, causation_id=shell.last_event_id)
     run.handle(Start(key="start", lead_stream=shell.stream_id), causation_id=shell.last_event_id)
     invoke = local_invoker(tools if tools is not None else workspace_tools(shell.state.workspace))
+    effects: Any = LiveEffects(LlmGateway(provider), invoke)
+    if shell.state.fork:
+        effects = fork_effects(store, shell.state.fork, effects)
     try:
-        result = execute_workflow(shell, LiveEffects(LlmGateway(provider), invoke), on_events)
+        result = execute_workflow(shell, effects, on_events)
     except Exception as e:
         error = ErrorInfo(type="runtime_error", reason=type(e).__name__, message=str(e)[:500])
         run.handle(Fail(key="finish", error=error), causation_id=shell.last_event_id)

@@ -26,7 +26,7 @@ from actors.tasks.task_system import TaskSystem
 from actors.tasks.templates import AtomicTemplate
 from events.base import Event, State
 from events.effects import LlmCompleted, LlmFailed, ToolCalled
-from events.tasks import StepEvaluated, TaskCalled, WorkflowFinished, WorkflowStarted
+from events.tasks import StepEvaluated, TaskCalled, WorkflowFinished, WorkflowForked, WorkflowStarted
 
 WorkflowStatus = Literal["new", "running", "completed", "failed"]
 QUERY_LIMITS = {"max_turns": 1, "max_tokens": 16000}
@@ -55,6 +55,7 @@ class WorkflowState(State):
     tool_calls: int = 0
     tokens: int = 0
     result: TaskResult | None = None
+    fork: dict[str, Any] = {}  # WorkflowForked's payload, when this run is a fork
 
 
 class StartWorkflow(Command):
@@ -75,6 +76,16 @@ class StartWorkflow(Command):
         return cls(key=key, **started.payload())
 
 
+class ForkWorkflow(Command):
+    """Mark a just-started workflow as a fork, before its first step (see `actors.tasks.fork`)."""
+
+    forked: WorkflowForked
+
+    @classmethod
+    def from_event(cls, forked: WorkflowForked, key: str = "fork") -> ForkWorkflow:
+        return cls(key=key, forked=WorkflowForked(**forked.payload()))
+
+
 class FinishWorkflow(Command):
     result: TaskResult
 
@@ -90,6 +101,10 @@ class WorkflowBehaviour(Behaviour[WorkflowState]):
             return [WorkflowStarted(**command.model_dump(exclude={"key"}))]
         if state.status != "running":
             return []
+        if isinstance(command, ForkWorkflow):
+            if state.fork or state.steps or state.llm_calls or state.tool_calls:
+                return []  # forked already, or too late: a fork starts before the first step
+            return [WorkflowForked(**command.forked.payload())]
         if isinstance(command, Record):
             return list(command.events)
         if isinstance(command, FinishWorkflow):
@@ -110,6 +125,8 @@ class WorkflowBehaviour(Behaviour[WorkflowState]):
     def evolve(self, state: WorkflowState, event: Event) -> WorkflowState:
         if isinstance(event, WorkflowStarted):
             return state.model_copy(update={**event.payload(), "status": "running"})
+        if isinstance(event, WorkflowForked):
+            return state.model_copy(update={"fork": event.payload()})
         if isinstance(event, StepEvaluated):
             return state.model_copy(update={"steps": max(state.steps, event.step)})
         if isinstance(event, TaskCalled):

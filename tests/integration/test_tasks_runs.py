@@ -1,6 +1,6 @@
 """Task workflows (seed 001) as runs: on a real local Ray through the Client, through the
 command line (exit codes, one-line errors, nothing written for bad input), in the REPL, and
-replayed from a recorded fixture."""
+replayed from a recorded fixture; forked at a position and diffed against the original."""
 
 from __future__ import annotations
 
@@ -19,16 +19,14 @@ from actors.tasks.cli import repl
 from actors.tasks.client import run_task, submit_task
 from actors.tasks.workflow import task_stream
 from events.store import EventStore
+from projections.debug import diff_runs
 from projections.fixtures import load_fixture
 from projections.replay import replay_run
+from tests.support import recording
 from tests.support.cli import chorus
+from tests.support.task_scripts import EXAMPLE, verdict
 
-EXAMPLE = Path(__file__).parents[2] / "actors" / "tasks" / "examples" / "director_evaluator.sexp"
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "runs" / "scripted_task_director_evaluator.jsonl"
-
-
-def verdict(accepted: bool, feedback: str) -> str:
-    return json.dumps({"accepted": accepted, "feedback": feedback})
 
 
 # -- through the Client on Ray -------------------------------------------------------------------
@@ -196,6 +194,117 @@ def test_cli_bad_input_is_one_line_exit_2_and_writes_nothing(env, tmp_path, args
     assert len(out.stderr.strip().splitlines()) == 1 and message in out.stderr
     assert out.stdout == ""
     assert not (tmp_path / "chorus.db").exists() or positions(env) == 0
+
+
+# -- forking and diffing task runs -----------------------------------------------------------------
+
+
+def nth(records, type_name, n):
+    return [r for r in records if r.event.type_name == type_name][n - 1]
+
+
+@pytest.mark.ray
+def test_a_forked_workflow_serves_the_recorded_prefix_and_continues_live_on_ray(client, ray_local, tmp_path):
+    original_script = ["Draft 1.", verdict(False, "more"), "Draft 2.", verdict(False, "less")]
+    original_script += ["Draft 3.", verdict(True, "good")]
+    with client(original_script) as c:
+        original = submit_task(c, EXAMPLE.read_text(), params={"goal": "a haiku"}, workspace=tmp_path)
+        assert original.wait(timeout=120).ok
+        records = c.events(original.run_id)
+    at = nth(records, "LlmCompleted", 2).position  # the evaluator wanted more
+    with client(["Draft B.", verdict(True, "fine")]) as c:
+        fork = c.fork(original.run_id, at, model="another-model")
+        outcome = fork.wait(timeout=120)
+        # The fork's own scripted model, asked in its actor: how many live calls it served.
+        live_calls = ray_local.get(fork._actor.__ray_call__.remote(lambda actor: actor.provider.calls))
+        forked = [r.event for r in c.events(fork.run_id)]
+        after = c.events(original.run_id)
+        diff = diff_runs(c.store, original.run_id, fork.run_id)
+        report = replay_run(c.store, fork.run_id)
+
+    assert outcome.ok and json.loads(outcome.answer) == {"draft": "Draft B.", "rounds": 2, "feedback": "fine"}
+    assert live_calls == 2  # calls 3 and 4; calls 1 and 2 were served from the recording
+    assert [r.event.event_id for r in after] == [r.event.event_id for r in records]  # untouched
+    assert forked[0].type_name == "RunSubmitted" and forked[0].forked_from == f"{original.run_id}@{at}"
+    workflow = [e for e in forked if e.stream_id == task_stream(fork.run_id)]
+    assert [e.type_name for e in workflow[:2]] == ["WorkflowStarted", "WorkflowForked"]
+    completions = [e.content for e in workflow if e.type_name == "LlmCompleted"]
+    assert completions == ["Draft 1.", verdict(False, "more"), "Draft B.", verdict(True, "fine")]
+    asked = [e.model for e in workflow if e.type_name == "LlmRequested"]
+    assert asked[2:] == ["another-model", "another-model"] and "another-model" not in asked[:2]
+    assert report.ok, report.divergence.describe()
+    # They part at the first live call: the same question, sent to another model.
+    assert diff.kind == "workflow" and diff.first_a.type_name == diff.first_b.type_name == "LlmRequested"
+    assert (diff.first_a.call_index, diff.first_b.model) == (3, "another-model")
+
+
+COUNT = "echo x >> count.txt; wc -l < count.txt"
+TWO_SCRIPTS = (
+    f'(let ((a (system:run_script "{COUNT}"))) '
+    f'(let ((b (system:run_script "{COUNT}"))) (list (get a :content) (get b :content))))'
+)
+
+
+def log_of(env, run_id):
+    with EventStore(env["CHORUS_STORE_URL"]) as store:
+        return list(store.read_all(run_id=run_id))
+
+
+@pytest.mark.ray
+def test_cli_fork_replay_log_and_diff_of_a_task_run(env, tmp_path):
+    out = chorus("task", TWO_SCRIPTS, "--workspace", str(tmp_path), "-q", env=env)
+    assert out.returncode == 0, out.stderr
+    run_id = out.stdout.split()[1]
+    records = log_of(env, run_id)
+    at = nth(records, "ToolReturned", 1).position
+
+    forked = chorus("fork", run_id, "--at", str(at), env=env)
+    assert forked.returncode == 0, forked.stderr
+    first, answer = forked.stdout.strip().splitlines()
+    assert first.endswith(f"(forked from {run_id} at position {at})")
+    # The first script was served from the log (it would have counted 3); the second ran.
+    assert json.loads(answer) == ["1\n", "3\n"]
+    assert (tmp_path / "count.txt").read_text() == "x\nx\nx\n"
+    assert f"forked from run {run_id} at position {at}: its first 0 LLM call(s) and 1 tool call(s)" in forked.stderr
+    new_id = first.split()[1]
+    assert [r.event.event_id for r in log_of(env, run_id)] == [r.event.event_id for r in records]
+
+    replayed = chorus("replay", new_id, env=env)
+    assert replayed.returncode == 0 and "identical" in replayed.stdout and "0 live calls" in replayed.stdout
+    log = chorus("log", new_id, env=env)
+    assert log.returncode == 0 and f"forked from run {run_id}" in log.stdout
+    diff = chorus("diff", run_id, new_id, env=env)
+    assert diff.returncode == 0, diff.stderr
+    head, a, b, *_ = diff.stdout.splitlines()
+    second = nth(records, "ToolReturned", 2).event.version
+    assert head == f"{run_id} and {new_id}: the workflows share their first {second - 1} events"
+    assert f'@{second} ToolReturned {{"tool": "system:run_script", "call_index": 2' in a
+    assert f"@{second + 1} ToolReturned" in b  # + its WorkflowForked mark
+    assert '\\"stdout\\": \\"2\\\\n\\"' in a and '\\"stdout\\": \\"3\\\\n\\"' in b
+    assert f"a fork of {run_id}@{at}" in diff.stdout
+
+
+@pytest.mark.ray
+def test_cli_fork_and_diff_refuse_bad_input_in_one_line(env, tmp_path):
+    out = chorus("task", TWO_SCRIPTS, "--workspace", str(tmp_path), "-q", env=env)
+    run_id = out.stdout.split()[1]
+    records = log_of(env, run_id)
+    with EventStore(env["CHORUS_STORE_URL"]) as store:
+        recording.record_run(store, tmp_path, run_id="agentrun")
+    before = positions(env)
+    finished = nth(records, "WorkflowFinished", 1).position
+    for args, message in [
+        (("fork", run_id, "--at", "0"), f"chorus: error: position 0 is outside run {run_id} (its workflow spans "),
+        (("fork", run_id, "--at", str(before + 5)), f"position {before + 5} is outside run {run_id}"),
+        (("fork", run_id, "--at", str(finished)), f"the workflow of run {run_id} had finished by position {finished}"),
+        (("fork", "nope", "--at", "3"), "chorus: error: no run with id 'nope'"),
+        (("diff", run_id, "agentrun"), f"run {run_id} is a task workflow run and run agentrun an agent run"),
+    ]:
+        result = chorus(*args, env=env)
+        assert result.returncode == 2, (args, result.stderr)
+        assert len(result.stderr.strip().splitlines()) == 1 and message in result.stderr, result.stderr
+        assert result.stdout == ""
+    assert positions(env) == before  # nothing written
 
 
 # -- the recorded fixture -------------------------------------------------------------------------

@@ -5,7 +5,6 @@ and replay / resume from the log."""
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import pytest
 
@@ -19,20 +18,7 @@ from actors.tasks.runner import needs_llm, prepare, serve, submit, task_result
 from actors.tasks.workflow import WorkflowBehaviour, task_stream
 from events.store import EventStore
 from projections.replay import replay_run
-
-EXAMPLE = Path(__file__).parents[2] / "actors" / "tasks" / "examples" / "director_evaluator.sexp"
-
-
-def verdict(accepted: bool, feedback: str) -> str:
-    return json.dumps({"accepted": accepted, "feedback": feedback})
-
-
-def director_evaluator_script(accept_on: int):
-    """Director drafts "Draft N"; the evaluator rejects until round `accept_on`."""
-    replies = []
-    for n in range(1, 10):
-        replies += [f"Draft {n}.", verdict(n == accept_on, f"feedback {n}")]
-    return replies
+from tests.support.task_scripts import EXAMPLE, director_evaluator_script, verdict
 
 
 def execute(text, replies, run_id="w1", store=None, provider=None, **options):

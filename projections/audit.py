@@ -30,7 +30,6 @@ LLM call.
 
 from __future__ import annotations
 
-import gc
 from collections.abc import Sequence
 from itertools import groupby
 from datetime import datetime, timezone
@@ -42,6 +41,7 @@ from events.registry import resolve
 from events.store import Recorded
 from projections.audit_query import AuditEvent, AuditTrail, LlmCall, Usage
 from projections.columns import _clean, _timestamp
+from projections.log_reader import gc_paused
 from projections.projection import Projection, StoredRecord, register_projection
 from projections.views import ViewCursor
 
@@ -118,13 +118,8 @@ class AuditProjection(Projection):
         self.apply_batch(c, [recorded])
 
     def apply_batch(self, c: ViewCursor, records: Sequence[Recorded | StoredRecord]) -> None:
-        collecting = gc.isenabled()
-        gc.disable()  # the batch's decoded events are many small containers and no cycles
-        try:
+        with gc_paused():  # the batch's decoded events: many small containers, no cycles
             self._apply_batch(c, records)
-        finally:
-            if collecting:
-                gc.enable()
 
     def _apply_batch(self, c: ViewCursor, records: Sequence[Recorded | StoredRecord]) -> None:
         # Spans and LLM calls first seen in this batch are built here and written once
@@ -137,9 +132,10 @@ class AuditProjection(Projection):
         fields = _decode_records(records)  # type: ignore[arg-type]
         # Per event only list comprehensions; per run of consecutive events of one run
         # and stream (a command's events, usually more), one span update.
+        # Text comes as UTF-8 bytes (`_decode`): ids and times are decoded once per span.
         ats = [f[5] for f in fields]
-        ats = [at if len(at) == 32 and at[26:] == "+00:00" else _utc_text(at) for at in ats]
-        spans: dict[tuple[str, str], list[Any]] = {}
+        ats = [at if len(at) == 32 and at[26:] == b"+00:00" else _utc_text(at) for at in ats]
+        spans: dict[tuple[bytes, str], list[Any]] = {}
         start = 0
         for key, group in groupby(zip([f[2] for f in fields], [r.stream_id for r in records])):  # type: ignore[union-attr]
             end = start + len(list(group))
@@ -158,8 +154,8 @@ class AuditProjection(Projection):
         for i in [i for i, r in enumerate(records) if r.type_name in versions]:  # type: ignore[union-attr]
             r, f = records[i], fields[i]
             # An LLM event written at an older schema version is upcast, as a read would.
-            payload = f[6] if f[0] == versions[r.type_name] else r.event.payload()  # type: ignore[union-attr]
-            event = (r.position, _clean(f[2]), _clean(r.stream_id), r.type_name, ats[i])  # type: ignore[union-attr]
+            payload = f[6] if f[0] == versions[r.type_name] else _utf8(r.event.payload())  # type: ignore[union-attr]
+            event = (r.position, _clean(f[2].decode()), _clean(r.stream_id), r.type_name, ats[i].decode())  # type: ignore[union-attr]
             _llm(c, event, payload, calls, pending)
         c.executemany(_UPSERT[c.dialect], _clean_spans(spans))
         c.insert_rows("llm_calls", _CALL_COLUMNS, list(calls.values()))
@@ -169,14 +165,15 @@ def _llm_versions() -> dict[str, int]:
     return {name: resolve(name).schema_version for name in _LLM_TYPES}
 
 
-def _clean_spans(spans: dict[tuple[str, str], list[Any]]) -> list[list[Any]]:
-    """The spans as rows, in key order, with NUL in ids replaced (`_clean`); two ids that
-    only differ there become one span."""
+def _clean_spans(spans: dict[tuple[bytes, str], list[Any]]) -> list[list[Any]]:
+    """The spans as rows, in key order, their run ids and times decoded and NUL in ids
+    replaced (`_clean`); two ids that only differ there become one span."""
     rows: dict[tuple[str, str], list[Any]] = {}
     for key in sorted(spans):
         span = spans[key]
-        if "\x00" in key[0] or "\x00" in key[1]:
-            span[0], span[1] = _clean(key[0]), _clean(key[1])
+        span[0], span[6], span[7] = span[0].decode(), span[6].decode(), span[7].decode()
+        if "\x00" in span[0] or "\x00" in span[1]:
+            span[0], span[1] = _clean(span[0]), _clean(span[1])
             same = rows.get((span[0], span[1]))
             if same is not None:  # merge: positions and versions of one stream ascend together
                 same[2], same[4] = min(same[2], span[2]), min(same[4], span[4])
@@ -210,15 +207,14 @@ def _llm(
     pending: dict[tuple[Any, ...], list[int]],
 ) -> None:
     position, run_id, stream_id, type_name, at = event
-    request_hash = p["request_hash"]
-    if "\x00" in request_hash:
-        request_hash = _clean(request_hash)
-    key = (stream_id, p["call_index"], request_hash)
+    # The payload's text is UTF-8 bytes, keys too (`_decode`).
+    request_hash = _clean(p[b"request_hash"].decode())
+    key = (stream_id, p[b"call_index"], request_hash)
     if type_name == "LlmRequested":
-        params = p.get("params") or {}
-        seed, temperature = params.get("seed"), params.get("temperature")
+        params = p.get(b"params") or {}
+        seed, temperature = params.get(b"seed"), params.get(b"temperature")
         calls[position] = [
-            position, run_id, stream_id, p["call_index"], request_hash, _clean(p["model"]),
+            position, run_id, stream_id, p[b"call_index"], request_hash, _clean(p[b"model"].decode()),
             seed if isinstance(seed, int) and not isinstance(seed, bool) else None,
             float(temperature) if _is_number(temperature) else None, at,
             "pending", None, 0, 0, None, None, None, None,
@@ -226,9 +222,10 @@ def _llm(
         pending.setdefault(key, []).append(position)
         return
     if type_name == "LlmCompleted":
+        model = p.get(b"model")
         result = [
-            "completed", _clean(p.get("model", "")) or None, p.get("prompt_tokens", 0),
-            p.get("completion_tokens", 0), p.get("latency_s", 0.0), p.get("cost_usd"), at, position,
+            "completed", _clean(model.decode()) if model else None, p.get(b"prompt_tokens", 0),
+            p.get(b"completion_tokens", 0), p.get(b"latency_s", 0.0), p.get(b"cost_usd"), at, position,
         ]
     else:  # LlmFailed
         result = ["failed", None, 0, 0, None, None, at, position]
@@ -239,7 +236,7 @@ def _llm(
         return
     found = c.execute(_FIND_REQUEST, key).fetchone()
     if found is None:  # a result with no request (a log cut short): keep it anyway
-        calls[position] = [position, run_id, stream_id, p["call_index"], request_hash, None, None, None, None, *result]
+        calls[position] = [position, run_id, stream_id, p[b"call_index"], request_hash, None, None, None, None, *result]
         return
     c.execute(_SET_RESULT, (*result, found["position"]))
 
@@ -253,7 +250,21 @@ def _is_number(value: Any) -> bool:
 
 def _typed_fields(e: Any) -> list[Any]:
     """A typed event as `_decode` gives a stored one (the fields this view reads)."""
-    return [type(e).schema_version, None, e.run_id, None, None, _timestamp(e.timestamp), e.payload()]
+    return [
+        type(e).schema_version, None, e.run_id.encode(), None, None, _timestamp(e.timestamp).encode(),
+        _utf8(e.payload()),
+    ]
+
+
+def _utf8(value: Any) -> Any:
+    """A payload value with its text as UTF-8 bytes, keys too, as `_decode` gives it."""
+    if isinstance(value, str):
+        return value.encode()
+    if isinstance(value, dict):
+        return {_utf8(k): _utf8(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_utf8(v) for v in value]
+    return value
 
 
 def _as_stored(r: Recorded) -> StoredRecord:
@@ -293,20 +304,23 @@ def _one(r: StoredRecord) -> list[Any]:
 def _decode(states: list[bytes]) -> list[list[Any]] | None:
     """Stored events (msgpack of [schema_version, event_id, run_id, causation_id,
     command_id, timestamp, payload]) to their fields in one `unpackb` of an array of
-    them (the envelope's fields do not change with an event's schema version). Datetimes stay their stored ISO text (the envelope's time is all this view
-    reads of them) and other extension values (UUIDs, sets, ...) become None: the
-    view reads none of them, and building them would cost more than the rest.
+    them (the envelope's fields do not change with an event's schema version). Text
+    stays UTF-8 bytes (map keys too): decoding every payload's text was a tenth of a
+    rebuild, and the view reads little of it. Datetimes stay their stored ISO text, as
+    bytes (the envelope's time is all this view reads of them), and other extension
+    values (UUIDs, sets, ...) become None: the view reads none of them, and building
+    them would cost more than the rest.
 
     None when a map has tuple keys (`unpackb`'s TypeError): the caller then decodes
     event by event, and those events go typed.
     """
 
     def ext(code: int, data: bytes) -> Any:
-        return data.decode() if code == _DATETIME_EXT else None
+        return data if code == _DATETIME_EXT else None
 
     data = b"".join([_ARRAY32, len(states).to_bytes(4, "big"), *states])
     try:
-        return msgpack.unpackb(data, ext_hook=ext, raw=False, strict_map_key=False)  # type: ignore[no-any-return]
+        return msgpack.unpackb(data, ext_hook=ext, raw=True, strict_map_key=False)  # type: ignore[no-any-return]
     except TypeError:  # a map with tuple keys
         return None
 
@@ -315,8 +329,8 @@ _DATETIME_EXT = 2  # events.codec's extension code for datetimes
 _ARRAY32 = b"\xdd"  # msgpack: an array of up to 2**32 - 1 items, its length in 4 bytes
 
 
-def _utc_text(iso: str) -> str:
-    """`_timestamp` of a stored `datetime.isoformat()` text (UTC with microseconds,
-    32 characters, is already that text: the caller checks)."""
-    t = datetime.fromisoformat(iso)
-    return _timestamp(t if t.tzinfo else t.replace(tzinfo=timezone.utc))
+def _utc_text(iso: bytes) -> bytes:
+    """`_timestamp` of a stored `datetime.isoformat()` text, as bytes (UTC with
+    microseconds, 32 characters, is already that text: the caller checks)."""
+    t = datetime.fromisoformat(iso.decode())
+    return _timestamp(t if t.tzinfo else t.replace(tzinfo=timezone.utc)).encode()

@@ -10,7 +10,9 @@ the read). The in-memory store's views live apart from its log; there the record
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import contextlib
+import gc
+from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
 from eventsourcing.persistence import InterfaceError, OperationalError
@@ -85,12 +87,26 @@ def _key(views: ViewStore) -> str:
     return "notification_id" if views.dialect == "postgres" else "rowid"
 
 
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """The cyclic GC off while a page of events is read or decoded: thousands of new
+    small containers and no cycles, so its passes (a tenth of a rebuild's time when
+    left on) would find nothing to collect."""
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if collecting:
+            gc.enable()
+
+
 def _select(views: ViewStore, where: str, params: list[Any]) -> list[StoredRecord]:
     sql = (
         f"SELECT {_key(views)}, originator_id, originator_version, topic, state "
         f"FROM {views.log_table} WHERE {where}"
     )
-    with views.available():
+    with views.available(), gc_paused():
         if views.dialect == "postgres":
             return _select_pg(views, sql, params)
         with views.recorder.datastore.transaction(commit=False) as raw:

@@ -223,8 +223,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
         report = replay_run(store, run_id)
     if report.ok:
         print(
-            f"replay of run {run_id}: identical — {report.events} events in {len(report.streams)} "
-            f"agent stream(s), {report.llm_calls} LLM calls and {report.tool_calls} tool calls served "
+            f"replay of run {run_id}: identical — {report.events} events in {_streams(report.streams)}, "
+            f"{report.llm_calls} LLM calls and {report.tool_calls} tool calls served "
             f"from the log, 0 live calls; {report.replay_s:.3f}s against {report.original_s:.1f}s "
             f"originally ({report.speedup:,.0f}x faster)"
         )
@@ -232,6 +232,14 @@ def cmd_replay(args: argparse.Namespace) -> int:
     print(f"replay of run {run_id} DIVERGED", file=sys.stderr)
     print(report.divergence.describe(), file=sys.stderr)
     return 1
+
+
+def _streams(streams: list[str]) -> str:
+    """`agent:ab12` → "stream agent:ab12"; more → "3 streams (agent:ab12, ...)"."""
+    if len(streams) == 1:
+        return f"stream {streams[0]}"
+    shown = ", ".join(streams[:3]) + (", ..." if len(streams) > 3 else "")
+    return f"{len(streams)} streams ({shown})"
 
 
 def cmd_fork(args: argparse.Namespace) -> int:

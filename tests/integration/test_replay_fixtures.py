@@ -39,4 +39,9 @@ def test_cli_replays_a_fixture_and_reports_counts(tmp_path):
     )  # fmt: skip
     assert out.returncode == 0, out.stderr
     assert "identical" in out.stdout and "0 live calls" in out.stdout
+    # It names what it replayed: the one agent stream of that run.
+    store, run_id = load_fixture(FIXTURES[0])
+    with store:
+        streams = replay_run(store, run_id).streams
+    assert len(streams) == 1 and f"events in stream {streams[0]}, " in out.stdout
     assert not (tmp_path / "x.db").exists()  # replaying a fixture writes nothing

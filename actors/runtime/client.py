@@ -156,7 +156,8 @@ class Client:
             self._server = None
         self.store.close()
 
-    def _ensure_ray(self) -> None:
+    def ensure_ray(self) -> None:
+        """Connect to Ray (or start a local instance) unless already connected."""
         import ray
 
         if ray.is_initialized():
@@ -173,8 +174,9 @@ class Client:
         )
         self._ray_started = True
 
-    def _ensure_llm(self) -> Settings:
-        """The settings actors get: with the embedded server's URL once it is up."""
+    def ensure_llm(self) -> Settings:
+        """The settings actors get: with the embedded server's URL once it is up (started
+        here when the settings use the embedded model), or the endpoint checked."""
         if self.llm is not None:
             return self.settings
         if self.settings.uses_embedded_llm:
@@ -224,8 +226,8 @@ class Client:
         if tools is None:
             tools = agent_cls.tools_for(repo) if hasattr(agent_cls, "tools_for") else agent_cls.default_tools
         specs = [_tool_spec(name) for name in tools]
-        settings = self._ensure_llm()
-        self._ensure_ray()
+        settings = self.ensure_llm()
+        self.ensure_ray()
 
         run_id = run_id or uuid.uuid4().hex[:12]
         budget = budget or Budget()
@@ -307,8 +309,8 @@ class Client:
                 f"the agent of run {run_id} had finished by position {at}; fork at an earlier position"
             )
         original = self.run_state(run_id)
-        settings = self._ensure_llm()
-        self._ensure_ray()
+        settings = self.ensure_llm()
+        self.ensure_ray()
         new_id = uuid.uuid4().hex[:12]
         origin = f"{run_id}@{at}"
         lifecycle = ActorShell(RunLifecycle(), run_stream(new_id), self.store, run_id=new_id).load()

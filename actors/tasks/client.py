@@ -54,8 +54,8 @@ def _launch(
     client: Client, run_id: str, start: StartWorkflow, fork: ForkWorkflow | None = None, forked_from: str | None = None
 ) -> RunHandle:
     """Record the run and serve it on a Ray actor that Ray restarts after a crash."""
-    settings = client._ensure_llm() if needs_llm(start) else client.settings
-    client._ensure_ray()
+    settings = client.ensure_llm() if needs_llm(start) else client.settings
+    client.ensure_ray()
     import ray
 
     submit(client.store, run_id, start, forked_from=forked_from)

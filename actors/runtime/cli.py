@@ -166,7 +166,8 @@ def cmd_runs(args: argparse.Namespace) -> int:
     for r in rows:
         when = r["submitted_at"].strftime("%Y-%m-%d %H:%M:%S")
         goal = r["goal"] if len(r["goal"]) <= 60 else r["goal"][:57] + "..."
-        print(f"{r['run_id']}  {when}  {r['status']:<9}  {goal}")
+        fork = f"  (fork of {r['forked_from']})" if r["forked_from"] else ""
+        print(f"{r['run_id']}  {when}  {r['status']:<9}  {r['agent']:<12}  {goal}{fork}")
     return 0
 
 

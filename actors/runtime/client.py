@@ -367,12 +367,10 @@ class Client:
             e = rec.event
             if e.type_name == "RunSubmitted":
                 rows[e.run_id] = {
-                    "run_id": e.run_id,
-                    "status": "submitted",
-                    "goal": e.goal,  # type: ignore[attr-defined]
-                    "submitted_at": e.timestamp,
-                    "ended_at": None,
-                }
+                    "run_id": e.run_id, "status": "submitted", "goal": e.goal,  # type: ignore[attr-defined]
+                    "agent": e.agent, "forked_from": e.forked_from,  # type: ignore[attr-defined]
+                    "submitted_at": e.timestamp, "ended_at": None,
+                }  # fmt: skip
             elif e.run_id in rows:
                 rows[e.run_id]["status"] = "completed" if e.type_name == "RunCompleted" else "failed"
                 rows[e.run_id]["ended_at"] = e.timestamp

@@ -47,7 +47,8 @@ def test_events_and_runs_show_a_recorded_run(env, tmp_path):
 
     listed = chorus("runs", env=env)
     assert listed.returncode == 0
-    assert "abc123" in listed.stdout and "completed" in listed.stdout
+    [row] = listed.stdout.splitlines()
+    assert row.split()[0] == "abc123" and row.split()[3:5] == ["completed", "react"]
 
 
 def test_unknown_run_id_is_one_line_and_writes_nothing(env, tmp_path):

@@ -282,6 +282,9 @@ def test_cli_fork_replay_log_and_diff_of_a_task_run(env, tmp_path):
     assert f"@{second + 1} ToolReturned" in b  # + its WorkflowForked mark
     assert '\\"stdout\\": \\"2\\\\n\\"' in a and '\\"stdout\\": \\"3\\\\n\\"' in b
     assert f"a fork of {run_id}@{at}" in diff.stdout
+    listed = {line.split()[0]: line for line in chorus("runs", env=env).stdout.splitlines()}
+    assert listed[new_id].split()[3:5] == ["completed", "task"]
+    assert listed[new_id].endswith(f"(fork of {run_id}@{at})") and "fork of" not in listed[run_id]
 
 
 @pytest.mark.ray

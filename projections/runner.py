@@ -20,9 +20,10 @@ next runner opens the view). Each batch is still one transaction with the positi
 so exactly-once holds the same way; only the indexes are late.
 
 A projection with `stored = True` is read straight from the recorder's rows and
-decodes what it needs itself (`ViewStore.read_log` when the views share the store's
-database: plain tuples, not the library's `Notification`s; `select_notifications` on the
-in-memory store); others get typed events through `EventStore.read_all`. After each
+decodes what it needs itself (`projections.log_reader`: SQL on the store's table when
+the views share its database, plain tuples, not the library's `Notification`s;
+`select_notifications` on the in-memory store); others get typed events through
+`EventStore.read_all`. After each
 commit the runner calls `committed(views)`.
 """
 

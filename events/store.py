@@ -16,6 +16,7 @@ transaction, so the loser writes nothing.
 from __future__ import annotations
 
 import contextlib
+import sqlite3
 import threading
 import time
 from collections.abc import Iterable, Iterator, Sequence
@@ -58,6 +59,7 @@ class StoreUnavailable(Exception):
 
 # Errors that mean "the database is not there" rather than "this code is wrong".
 _UNAVAILABLE = (OperationalError, InterfaceError)
+_OPEN_ERRORS = (PersistenceError, OSError, sqlite3.Error)
 
 
 class Recorded(NamedTuple):
@@ -92,14 +94,16 @@ class EventStore:
                 try:
                     self._open(env)
                     break
-                except (PersistenceError, OSError) as e:
+                except _OPEN_ERRORS as e:
                     # Stores opened at once on a fresh SQLite file (actors starting
-                    # together) can find it locked while another creates the tables.
+                    # together) can find it locked while another creates the tables or
+                    # switches it to WAL; that PRAGMA can fail at once, without waiting
+                    # out the busy timeout, and as sqlite3's own error, not the library's.
                     if "locked" not in str(e) or attempt == _OPEN_ATTEMPTS - 1:
                         raise
                     self.close()
                     time.sleep(min(2.0, 0.05 * 2**attempt))
-        except (PersistenceError, OSError) as e:
+        except _OPEN_ERRORS as e:
             self.close()  # stop the connection pool's reconnect workers
             reason = None
             if self.backend == "postgres" and "couldn't get a connection" in str(e):

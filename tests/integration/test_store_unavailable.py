@@ -242,3 +242,32 @@ def test_view_reads_of_the_log_ride_out_a_dropped_connection(postgres_url):
     finally:
         store.close()
         proxy.cut()
+
+
+def test_a_fresh_sqlite_file_locked_while_opening_is_retried_then_one_line(tmp_path, monkeypatch):
+    # Two stores opening a fresh file at once: switching it to WAL can fail at once with
+    # sqlite3's own "database is locked" (seen in CI), which must be retried like the
+    # library's errors, and reported as one line if it never clears.
+    import sqlite3
+
+    real_open, calls = EventStore._open, []
+
+    def locked_twice(self, env):
+        calls.append(1)
+        if len(calls) <= 2:
+            raise sqlite3.OperationalError("database is locked")
+        return real_open(self, env)
+
+    monkeypatch.setattr(EventStore, "_open", locked_twice)
+    url = f"sqlite:///{tmp_path / 'fresh.db'}"
+    with EventStore(url) as store:
+        store.append("s", [Pinged()], expected_version=0)
+    assert len(calls) == 3
+
+    def always_locked(self, env):
+        raise sqlite3.OperationalError("database is locked")
+
+    monkeypatch.setattr(EventStore, "_open", always_locked)
+    with pytest.raises(StoreUnavailable) as info:
+        EventStore(url)
+    assert_one_line(info.value, "cannot open event store", "locked")

@@ -1,22 +1,16 @@
-"""The facts: event types, codec, event store, upcasting."""
+"""The facts: event types, codec, upcasting. Importing `events` registers every event type
+and loads no store: the store (and its database drivers) is `events.store`."""
 
-from events import agent, effects, runs  # noqa: F401  (register the runtime event types)
-from events import relay, research  # noqa: F401  (the relay and research workloads' event types)
-from events import tasks  # noqa: F401  (the task workflows' event types, seed 001)
+from events import (  # noqa: F401  (register the runtime event types)  # noqa: F401  (the relay and research workloads' event types)
+    agent,
+    effects,
+    relay,
+    research,
+    runs,
+    tasks,  # noqa: F401  (the task workflows' event types, seed 001)
+)
 from events.base import Event, State
 from events.errors import ErrorInfo
 from events.registry import event_type, upcaster
-from events.store import ConcurrencyError, EventStore, Recorded, Snapshot, StoreUnavailable
 
-__all__ = [
-    "ConcurrencyError",
-    "ErrorInfo",
-    "Event",
-    "EventStore",
-    "Recorded",
-    "Snapshot",
-    "State",
-    "StoreUnavailable",
-    "event_type",
-    "upcaster",
-]
+__all__ = ["ErrorInfo", "Event", "State", "event_type", "upcaster"]

@@ -13,7 +13,7 @@ from urllib.parse import parse_qs, unquote, urlparse
 from eventsourcing.persistence import OperationalError
 
 
-def _env_for(url: str) -> dict[str, str]:
+def env_for(url: str) -> dict[str, str]:
     parsed = urlparse(url)
     env = {"ORIGINATOR_ID_TYPE": "text", "CREATE_TABLE": "y"}
     if parsed.scheme == "memory":
@@ -48,10 +48,10 @@ def _env_for(url: str) -> dict[str, str]:
 
 
 def backend_of(url: str) -> str:
-    return _env_for(url)["PERSISTENCE_MODULE"].rsplit(".", 1)[1]
+    return env_for(url)["PERSISTENCE_MODULE"].rsplit(".", 1)[1]
 
 
-def _sqlite_reason(path: str, e: BaseException) -> str:
+def sqlite_reason(path: str, e: BaseException) -> str:
     """sqlite3 says only "unable to open database file": say which folder is the trouble."""
     folder = os.path.dirname(os.path.abspath(path))
     if not os.path.isdir(folder):
@@ -62,7 +62,7 @@ def _sqlite_reason(path: str, e: BaseException) -> str:
 
 
 def _postgres_connect(env: dict[str, str]) -> Any:
-    import psycopg
+    import psycopg  # lazily: only PostgreSQL stores need the driver
 
     return psycopg.connect(
         dbname=env["POSTGRES_DBNAME"],
@@ -76,7 +76,7 @@ def _postgres_connect(env: dict[str, str]) -> Any:
 
 
 @contextlib.contextmanager
-def _creating_tables(env: dict[str, str]) -> Iterator[None]:
+def creating_tables(env: dict[str, str]) -> Iterator[None]:
     """On PostgreSQL, one process at a time creates the tables of a schema.
 
     The recorders' CREATE TYPE / CREATE TABLE IF NOT EXISTS are not safe to run
@@ -88,7 +88,7 @@ def _creating_tables(env: dict[str, str]) -> Iterator[None]:
     if env["PERSISTENCE_MODULE"] != "eventsourcing.postgres":
         yield
         return
-    import psycopg
+    import psycopg  # lazily: only PostgreSQL stores need the driver
 
     conn = None
     try:
@@ -106,7 +106,7 @@ def _creating_tables(env: dict[str, str]) -> Iterator[None]:
         conn.close()  # releases the lock
 
 
-def _postgres_reason(env: dict[str, str]) -> str | None:
+def postgres_reason(env: dict[str, str]) -> str | None:
     """Why PostgreSQL cannot be reached, in psycopg's words.
 
     The library's connection pool only reports "couldn't get a connection after N sec";

@@ -37,15 +37,7 @@ from eventsourcing.persistence import (
 from pydantic import BaseModel
 
 from events.base import Event
-from events.backends import (  # noqa: F401  (backend_of, one_line, redact: re-exported)
-    _creating_tables,
-    _env_for,
-    _postgres_reason,
-    _sqlite_reason,
-    backend_of,
-    one_line,
-    redact,
-)
+from events.backends import backend_of, creating_tables, env_for, one_line, postgres_reason, redact, sqlite_reason
 from events.codec import decode_event, encode_event, envelope_of, packb, unpackb
 
 
@@ -84,7 +76,7 @@ class EventStore:
     def __init__(self, url: str = "memory://") -> None:
         self.url = url
         self.backend = backend_of(url)
-        env = self._env = _env_for(url)
+        env = self._env = env_for(url)
         self.factory: Any = None
         # The highest version seen per stream. Streams only grow, so a stream known to hold
         # `expected_version` events cannot leave a gap: append may skip its version read.
@@ -107,9 +99,9 @@ class EventStore:
             self.close()  # stop the connection pool's reconnect workers
             reason = None
             if self.backend == "postgres" and "couldn't get a connection" in str(e):
-                reason = _postgres_reason(env)
+                reason = postgres_reason(env)
             elif self.backend == "sqlite":
-                reason = _sqlite_reason(env["SQLITE_DBNAME"], e)
+                reason = sqlite_reason(env["SQLITE_DBNAME"], e)
             raise StoreUnavailable(
                 f"cannot open event store {redact(url)}: {reason or one_line(e)}"
             ) from e
@@ -302,6 +294,21 @@ class EventStore:
         schema_version, data = unpackb(s.state)
         return Snapshot(str(s.originator_id), s.originator_version, s.topic, schema_version, data)
 
+    def list_snapshots(
+        self, stream_id: str, after_version: int = 0, up_to_version: int | None = None
+    ) -> list[Snapshot]:
+        """Every snapshot of `stream_id` with a version in (after_version, up_to_version],
+        oldest first (every saved version is kept)."""
+        with self._available():
+            found = self.snapshots.select_events(
+                stream_id, gt=after_version or None, lte=up_to_version
+            )
+        out = []
+        for s in found:
+            schema_version, data = unpackb(s.state)
+            out.append(Snapshot(str(s.originator_id), s.originator_version, s.topic, schema_version, data))
+        return out
+
     # -- housekeeping ------------------------------------------------------------------
 
     def close(self) -> None:
@@ -317,7 +324,7 @@ class EventStore:
         except _UNAVAILABLE as e:
             reason = None
             if self.backend == "postgres" and "couldn't get a connection" in str(e):
-                reason = _postgres_reason(self._env)
+                reason = postgres_reason(self._env)
             raise StoreUnavailable(
                 f"event store {redact(self.url)} unavailable: {reason or one_line(e)}"
             ) from e
@@ -332,7 +339,7 @@ class EventStore:
         return decode_event(s.topic, str(s.originator_id), s.originator_version, s.state)
 
     def _open(self, env: dict[str, str]) -> None:
-        with _creating_tables(env):
+        with creating_tables(env):
             self.factory = InfrastructureFactory.construct(env=env)
             # CREATE_TABLE=y: this touches the database now, so an unreachable store
             # fails here rather than at first use (later failures: see _available).

@@ -8,6 +8,7 @@ its rows, and can be dropped and rebuilt to an identical result.
     runner.run_once()                     # catch up, in batches
     runner.run_forever(stop)              # follow the log live
     trail = AuditTrail(store)             # query the audit trail (AuditTrail.open catches it up)
+    runs = RunsView.open(store).list(20)  # the 20 newest runs, caught up first
 """
 
 from projections.audit import AuditEvent, AuditProjection, AuditTrail, LlmCall, Usage
@@ -25,12 +26,9 @@ from projections.research_history import (
     ResearchRecord,
 )
 from projections.runner import ProjectionRunner, ProjectionStatus, RebuildResult
-from projections.snapshots import (
-    ActorSnapshot,
-    SnapshotProjection,
-    read_snapshot,
-    snapshot_at,
-)
+from projections.runs import RunsProjection, RunsView
+from projections.snapshot_files import ActorSnapshot, read_snapshot
+from projections.snapshots import SnapshotProjection
 from projections.views import ViewCursor, ViewStore
 
 __all__ = [
@@ -48,6 +46,8 @@ __all__ = [
     "ResearchHistory",
     "ResearchHistoryProjection",
     "ResearchRecord",
+    "RunsProjection",
+    "RunsView",
     "SnapshotProjection",
     "UnknownProjection",
     "Usage",
@@ -57,5 +57,4 @@ __all__ = [
     "register_projection",
     "read_snapshot",
     "registered_projections",
-    "snapshot_at",
 ]

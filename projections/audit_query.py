@@ -1,7 +1,7 @@
 """Reading the audit trail: events by run, actor, type and time; the JSONL exports
 (seed 002's append-only audit log and `llm_calls.jsonl`); token and cost totals.
 
-The views are written by `projections.audit.AuditProjection`, an index over the log (see
+The views are written by `projections.audit_index.AuditProjection`, an index over the log (see
 that module for the tables): a query finds in them which streams and positions hold what
 it asks for, then reads those events from the log itself. Every query pages by position
 in short read transactions, so an export of a long trail neither holds a transaction
@@ -22,10 +22,12 @@ from pydantic_core import to_json
 
 from events.base import Event
 from events.store import EventStore
-from projections.columns import _clean, _timestamp
+from projections.audit_index import AuditProjection
+from projections.columns import clean, timestamp_text
 from projections.files import write_atomically
 from projections.log_reader import read_positions, read_stored
 from projections.projection import StoredRecord
+from projections.runner import caught_up
 from projections.views import ViewStore
 
 
@@ -121,13 +123,7 @@ class AuditTrail:
 
     @classmethod
     def open(cls, store: EventStore, *, catch_up: bool = True) -> AuditTrail:
-        from projections.audit import AuditProjection
-        from projections.runner import ProjectionRunner
-
-        runner = ProjectionRunner(store, [AuditProjection()])
-        if catch_up:
-            runner.run_once()
-        return cls(store, runner.views)
+        return cls(store, caught_up(store, AuditProjection(), catch_up=catch_up))
 
     def knows_run(self, run_id: str) -> bool:
         """Whether the trail holds any event of `run_id`."""
@@ -186,8 +182,8 @@ class AuditTrail:
             wanted = (types,) if isinstance(types, str) else tuple(types)
             if not wanted:
                 return
-        begin = None if since is None else _timestamp(since)
-        end = None if until is None else _timestamp(until)
+        begin = None if since is None else timestamp_text(since)
+        end = None if until is None else timestamp_text(until)
         streams: set[str] | None = None
         position, last = after_position, self.views.position("audit")
         if (run_id, stream_id, since, until) != (None, None, None, None):
@@ -340,12 +336,12 @@ class AuditTrail:
 
 def event_row(position: int, e: Event) -> tuple[Any, ...]:
     """An event as the trail shows it: position, event_id, run_id, stream_id, version,
-    type, type_version, timestamp (`_timestamp` text), causation_id, command_id, and
+    type, type_version, timestamp (`timestamp_text` text), causation_id, command_id, and
     the payload as JSON (pydantic's, NaN and infinities as null; NUL in the plain text
     fields becomes U+FFFD, as in the views)."""
     return (
-        position, str(e.event_id), _clean(e.run_id), _clean(e.stream_id), e.version, e.type_name,
-        type(e).schema_version, _timestamp(e.timestamp), _clean(e.causation_id), _clean(e.command_id),
+        position, str(e.event_id), clean(e.run_id), clean(e.stream_id), e.version, e.type_name,
+        type(e).schema_version, timestamp_text(e.timestamp), clean(e.causation_id), clean(e.command_id),
         _json(e.payload()),
     )
 

@@ -20,7 +20,7 @@ from eventsourcing.utils import retry
 
 from events.store import EventStore
 from projections.projection import StoredRecord
-from projections.views import ViewStore, _pg_sql
+from projections.views import ViewStore, pg_sql
 
 
 def read_stored(
@@ -123,10 +123,10 @@ def _select(views: ViewStore, where: str, params: list[Any]) -> list[StoredRecor
 # retried (the pool replaces it) before it becomes StoreUnavailable.
 @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
 def _select_pg(views: ViewStore, sql: str, params: list[Any]) -> list[StoredRecord]:
-    from psycopg.rows import tuple_row
+    from psycopg.rows import tuple_row  # lazily: only PostgreSQL needs the driver
 
     with views.recorder.datastore.transaction(commit=False) as raw:
         with raw.connection.cursor(row_factory=tuple_row) as cur:
-            cur.execute(_pg_sql(sql), params, prepare=True)
+            cur.execute(pg_sql(sql), params, prepare=True)
             rows = cur.fetchall()
     return [StoredRecord(n, o, v, t, s if s.__class__ is bytes else bytes(s)) for n, o, v, t, s in rows]

@@ -35,8 +35,9 @@ from datetime import datetime
 from typing import Any
 
 from events.store import EventStore, Recorded
-from projections.columns import _clean, _json, _timestamp
+from projections.columns import clean, json_column, timestamp_text
 from projections.projection import Projection, register_projection
+from projections.runner import caught_up
 from projections.views import ViewCursor, ViewStore
 
 _TURN_COLUMNS = (
@@ -137,7 +138,7 @@ class RelayCheckpointsProjection(Projection):
 
     def _turn_started(self, c: ViewCursor, e: Any, position: int) -> None:
         turn = _turn(c, e.turn_id) or _new_turn(e, position, "builder")
-        turn["roadmap_chunk"] = _clean(e.roadmap_chunk)
+        turn["roadmap_chunk"] = clean(e.roadmap_chunk)
         turn["metadata"].update(
             roadmap_index=e.roadmap_index, retry_count=e.retry_count, defect_id=e.defect_id
         )
@@ -146,7 +147,7 @@ class RelayCheckpointsProjection(Projection):
     def _baton_passed(self, c: ViewCursor, e: Any, position: int) -> None:
         baton = e.baton
         turn = _turn(c, e.turn_id) or _new_turn(e, position, "builder")
-        turn["content"] = _clean(baton.response_text)
+        turn["content"] = clean(baton.response_text)
         turn["files_changed"] = list(baton.files_changed)
         turn["metadata"].update(baton.metadata)
         turn["metadata"].update(
@@ -165,7 +166,7 @@ class RelayCheckpointsProjection(Projection):
             _put_turn(c, built)
         verifier = _new_turn(e, position, "verifier")
         verifier.update(
-            content=_clean(e.report),
+            content=clean(e.report),
             status=status,
             files_changed=[] if built is None else built["files_changed"],
             roadmap_chunk="" if built is None else built["roadmap_chunk"],
@@ -184,38 +185,38 @@ class RelayCheckpointsProjection(Projection):
 
     def _defect(self, c: ViewCursor, e: Any, capsule: Any, position: int) -> None:
         known = c.execute(
-            "SELECT timestamp, position FROM defects WHERE defect_id = ?", (_clean(capsule.defect_id),)
+            "SELECT timestamp, position FROM defects WHERE defect_id = ?", (clean(capsule.defect_id),)
         ).fetchone()
         metadata = {**capsule.metadata, "suggested_fix": capsule.suggested_fix, "found_by": e.turn_id}
         c.execute(
             _PUT_DEFECT,
             (
-                _clean(capsule.defect_id), _clean(e.verified_turn_id), capsule.defect_type,
-                capsule.severity, _clean(capsule.description), 0,
-                _timestamp(e.timestamp) if known is None else known["timestamp"],
-                _json(metadata), _clean(e.task_id), position if known is None else known["position"],
+                clean(capsule.defect_id), clean(e.verified_turn_id), capsule.defect_type,
+                capsule.severity, clean(capsule.description), 0,
+                timestamp_text(e.timestamp) if known is None else known["timestamp"],
+                json_column(metadata), clean(e.task_id), position if known is None else known["position"],
             ),
         )
 
     def _defect_resolved(self, c: ViewCursor, e: Any, position: int) -> None:
         row = c.execute(
-            "SELECT metadata FROM defects WHERE defect_id = ?", (_clean(e.defect_id),)
+            "SELECT metadata FROM defects WHERE defect_id = ?", (clean(e.defect_id),)
         ).fetchone()
         if row is None:
             return
         metadata = {**json.loads(row["metadata"]), "resolved_by": e.turn_id}
         c.execute(
             "UPDATE defects SET resolved = 1, metadata = ? WHERE defect_id = ?",
-            (_json(metadata), _clean(e.defect_id)),
+            (json_column(metadata), clean(e.defect_id)),
         )
 
     def _checkpoint_stored(self, c: ViewCursor, e: Any, position: int) -> None:
         c.execute(
             _ADD_CHECKPOINT,
             (
-                _clean(e.checkpoint_id), _clean(e.turn_id), _clean(e.checkpoint_type),
-                _timestamp(e.timestamp), _json(list(e.files)), _json(e.metadata),
-                _clean(e.task_id), position,
+                clean(e.checkpoint_id), clean(e.turn_id), clean(e.checkpoint_type),
+                timestamp_text(e.timestamp), json_column(list(e.files)), json_column(e.metadata),
+                clean(e.task_id), position,
             ),
         )
 
@@ -223,27 +224,27 @@ class RelayCheckpointsProjection(Projection):
         c.execute(
             _ADD_ESCALATION,
             (
-                _clean(e.escalation_id), _clean(e.task_id), e.turn, _clean(e.defect_id),
-                _timestamp(e.timestamp), 0, _json({**e.metadata, "reason": e.reason}), position,
+                clean(e.escalation_id), clean(e.task_id), e.turn, clean(e.defect_id),
+                timestamp_text(e.timestamp), 0, json_column({**e.metadata, "reason": e.reason}), position,
             ),
         )
 
     def _escalation_resolved(self, c: ViewCursor, e: Any, position: int) -> None:
         row = c.execute(
-            "SELECT metadata FROM escalations WHERE escalation_id = ?", (_clean(e.escalation_id),)
+            "SELECT metadata FROM escalations WHERE escalation_id = ?", (clean(e.escalation_id),)
         ).fetchone()
         if row is None:
             return
         metadata = {**json.loads(row["metadata"]), "resolution": e.resolution}
         c.execute(
             "UPDATE escalations SET resolved = 1, metadata = ? WHERE escalation_id = ?",
-            (_json(metadata), _clean(e.escalation_id)),
+            (json_column(metadata), clean(e.escalation_id)),
         )
 
 
 def _turn(c: ViewCursor, turn_id: str) -> dict[str, Any] | None:
     row = c.execute(
-        f"SELECT {', '.join(_TURN_COLUMNS)} FROM agent_turns WHERE turn_id = ?", (_clean(turn_id),)
+        f"SELECT {', '.join(_TURN_COLUMNS)} FROM agent_turns WHERE turn_id = ?", (clean(turn_id),)
     ).fetchone()
     if row is not None:
         row["files_changed"] = json.loads(row["files_changed"])
@@ -253,14 +254,14 @@ def _turn(c: ViewCursor, turn_id: str) -> dict[str, Any] | None:
 
 def _new_turn(e: Any, position: int, role: str) -> dict[str, Any]:
     return {
-        "turn_id": _clean(e.turn_id), "agent_role": role, "content": "", "task_id": _clean(e.task_id),
-        "turn_number": e.turn_number, "status": "pending", "timestamp": _timestamp(e.timestamp),
+        "turn_id": clean(e.turn_id), "agent_role": role, "content": "", "task_id": clean(e.task_id),
+        "turn_number": e.turn_number, "status": "pending", "timestamp": timestamp_text(e.timestamp),
         "files_changed": [], "roadmap_chunk": "", "metadata": {}, "position": position,
     }
 
 
 def _put_turn(c: ViewCursor, turn: dict[str, Any]) -> None:
-    row = {**turn, "files_changed": _json(turn["files_changed"]), "metadata": _json(turn["metadata"])}
+    row = {**turn, "files_changed": json_column(turn["files_changed"]), "metadata": json_column(turn["metadata"])}
     c.execute(_PUT_TURN, tuple(row[k] for k in _TURN_COLUMNS))
 
 
@@ -329,14 +330,7 @@ class RelayCheckpoints:
 
     @classmethod
     def open(cls, store: EventStore, *, catch_up: bool = True) -> RelayCheckpoints:
-        from projections.runner import ProjectionRunner
-
-        runner = ProjectionRunner(store, [RelayCheckpointsProjection()])
-        if catch_up:
-            runner.run_once()
-        else:
-            runner.ensure(runner.get(RelayCheckpointsProjection.name))
-        return cls(runner.views)
+        return cls(caught_up(store, RelayCheckpointsProjection(), catch_up=catch_up))
 
     def turns(
         self, task_id: str | None = None, *, role: str | None = None, status: str | None = None

@@ -35,8 +35,9 @@ from typing import Any
 
 from events.errors import ErrorInfo
 from events.store import EventStore, Recorded
-from projections.columns import _clean, _json, _timestamp
+from projections.columns import clean, json_column, timestamp_text
 from projections.projection import Projection, register_projection
+from projections.runner import caught_up
 from projections.views import ViewCursor, ViewStore
 
 STATUSES = ("PENDING", "INDEXING", "RUNNING", "COMPLETED", "FAILED")
@@ -102,7 +103,7 @@ class ResearchHistoryProjection(Projection):
                 _lifecycle(row, e)
             elif not _step(row, r):
                 continue
-            row["updated_at"] = _timestamp(e.timestamp)
+            row["updated_at"] = timestamp_text(e.timestamp)
             batch.dirty.add(e.run_id)
         batch.write()
 
@@ -121,7 +122,7 @@ class _Batch:
         if run_id not in self.rows:
             found = self.c.execute(
                 f"SELECT {', '.join(_COLUMNS)} FROM research_history WHERE run_id = ?",
-                (_clean(run_id),),
+                (clean(run_id),),
             ).fetchone()
             if found is not None:
                 found["log_stream"] = json.loads(found["log_stream"])
@@ -135,10 +136,10 @@ class _Batch:
         if self.next_id is None:
             top = self.c.execute("SELECT MAX(id) AS top FROM research_history").fetchone()
             self.next_id = int((top or {}).get("top") or 0) + 1
-        at = _timestamp(e.timestamp)
+        at = timestamp_text(e.timestamp)
         self.rows[e.run_id] = {
-            "id": self.next_id, "run_id": _clean(e.run_id), "objective": _clean(e.objective),
-            "repo_url": _clean(e.repo_url), "status": "PENDING", "log_stream": [],
+            "id": self.next_id, "run_id": clean(e.run_id), "objective": clean(e.objective),
+            "repo_url": clean(e.repo_url), "status": "PENDING", "log_stream": [],
             "final_report": None, "created_at": at, "updated_at": at, "error": None,
             "indexed_files": None, "indexed_chunks": None,
         }
@@ -150,7 +151,7 @@ class _Batch:
         inserts, updates = [], []
         for run_id in sorted(self.dirty, key=lambda k: self.rows[k]["id"]):  # type: ignore[index]
             row = dict(self.rows[run_id])  # type: ignore[arg-type]
-            row["log_stream"] = _json(row["log_stream"])
+            row["log_stream"] = json_column(row["log_stream"])
             if run_id in self.new:
                 inserts.append(tuple(row[k] for k in _COLUMNS))
             else:
@@ -163,15 +164,15 @@ def _lifecycle(row: dict[str, Any], e: Any) -> None:
     t = e.type_name
     if t == "IndexingStarted":
         row["status"] = "INDEXING"
-        row["repo_url"] = row["repo_url"] or _clean(e.repo_url)
+        row["repo_url"] = row["repo_url"] or clean(e.repo_url)
     elif t == "IndexingCompleted":
         row.update(status="RUNNING", indexed_files=e.files, indexed_chunks=e.chunks)
     elif t == "ResearchStarted":
         row["status"] = "RUNNING"
     elif t == "ReportWritten":
-        row.update(status="COMPLETED", final_report=_clean(e.final_report))
+        row.update(status="COMPLETED", final_report=clean(e.final_report))
     elif t == "ResearchFailed":
-        row.update(status="FAILED", error=_json(e.error.model_dump(mode="json")))
+        row.update(status="FAILED", error=json_column(e.error.model_dump(mode="json")))
         return
     row["error"] = None  # the run moved on from its last failure
 
@@ -248,14 +249,7 @@ class ResearchHistory:
 
     @classmethod
     def open(cls, store: EventStore, *, catch_up: bool = True) -> ResearchHistory:
-        from projections.runner import ProjectionRunner
-
-        runner = ProjectionRunner(store, [ResearchHistoryProjection()])
-        if catch_up:
-            runner.run_once()
-        else:
-            runner.ensure(runner.get(ResearchHistoryProjection.name))
-        return cls(runner.views)
+        return cls(caught_up(store, ResearchHistoryProjection(), catch_up=catch_up))
 
     def list(
         self,

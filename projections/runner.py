@@ -37,6 +37,7 @@ from itertools import islice
 from typing import Any
 
 from events.store import EventStore, Recorded
+from projections.log_reader import read_stored
 from projections.projection import (
     Projection,
     StoredRecord,
@@ -44,7 +45,6 @@ from projections.projection import (
     projection_names,
     registered_projections,
 )
-from projections.log_reader import read_stored
 from projections.views import PositionMoved, ViewCursor, ViewStore
 
 
@@ -315,7 +315,8 @@ class ProjectionRunner:
                 if deadline is not None and time.monotonic() >= deadline:
                     break
                 # Short waits, so that a set `stop` ends the loop promptly.
-                if not wake.wait(0.05) and time.monotonic() < next_idle:
+                woken = wake.wait(0.05)
+                if not woken and time.monotonic() < next_idle:
                     continue
                 wake.clear()
                 if failure:
@@ -323,6 +324,9 @@ class ProjectionRunner:
                 if stop.is_set():
                     break
                 self.run_once(stop=stop)
+                if not woken:  # an idle tick: what waits on no new event (a late snapshot, say)
+                    for p in self.projections.values():
+                        p.committed(self.views)
                 next_idle = time.monotonic() + idle_interval
         finally:
             done.set()
@@ -377,6 +381,24 @@ class ProjectionRunner:
                 behind = {n: self.views.position(n) for n in chosen}
                 raise TimeoutError(f"projections not at position {position} after {timeout}s: {behind}")
             time.sleep(0.02)
+
+
+def caught_up(store: EventStore, projection: Projection, *, catch_up: bool = True) -> ViewStore:
+    """The views of `store` with `projection`'s view created, and caught up with the log
+    unless `catch_up` is false. A view already current is only read: the runner's checks
+    take write locks, whose commit (an fsync) would cost more than the query."""
+    views = ViewStore.for_store(store)
+    name = projection.name
+    if views.schema_version(name) == projection.schema_version and (
+        not catch_up or views.position(name) >= store.max_position()
+    ):
+        return views
+    runner = ProjectionRunner(store, [projection], views=views)
+    if catch_up:
+        runner.run_once()
+    else:
+        runner.ensure(runner.get(name))
+    return runner.views
 
 
 def known_projection(name: str) -> str:

@@ -1,6 +1,7 @@
 """The snapshot file format (seed 002 style): the `ActorSnapshot` document, its chain of
 migrations (0.1.0 -> 0.2.0 -> 0.3.0; an old file loads through it), and where the files
-of a store go. The view that keeps them current is `projections.snapshots`."""
+of a store go. The view that writes them is `projections.snapshots`; a state at any
+version, on demand, is the runtime's (`actors.runtime.replay.state.snapshot_at`)."""
 
 from __future__ import annotations
 
@@ -18,7 +19,6 @@ from events.base import State
 from projections.files import write_atomically
 
 SNAPSHOT_SCHEMA = "0.3.0"  # of the file format; bump it with a migration to it
-EVERY = 100  # versions between kept snapshots
 
 
 class SnapshotFormatError(ValueError):
@@ -56,13 +56,10 @@ class ActorSnapshot(BaseModel):
         except Exception as e:  # pydantic's message is long: keep its first line
             raise SnapshotFormatError(f"invalid snapshot: {str(e).splitlines()[0]}") from e
 
-    def typed_state(self, behaviour: Any = None) -> State:
-        """The state as its model (the behaviour named by `actor`, unless given)."""
-        if behaviour is None:
-            from projections.snapshots import behaviour_named
-
-            behaviour = behaviour_named(self.actor)
-        state_type = behaviour.state_type
+    def typed_state(self, model: Any) -> State:
+        """The state as its model: `model` is the state class, or a behaviour (anything
+        with a `state_type`), which the caller knows (this module runs no actor code)."""
+        state_type = getattr(model, "state_type", model)
         if self.state_schema_version != state_type.schema_version:
             raise SnapshotFormatError(
                 f"{self.stream}@{self.version}: state stored at schema v{self.state_schema_version}, "

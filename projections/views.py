@@ -34,7 +34,8 @@ from eventsourcing.persistence import InterfaceError, OperationalError, Tracking
 from eventsourcing.postgres import PostgresTrackingRecorder
 from eventsourcing.sqlite import SQLiteDatastore, SQLiteTrackingRecorder
 
-from events.store import EventStore, StoreUnavailable, one_line, redact
+from events.backends import one_line, redact
+from events.store import EventStore, StoreUnavailable
 
 SCHEMAS_TABLE = "projection_schemas"
 _CREATE_SCHEMAS = (
@@ -64,7 +65,10 @@ class PostgresViewRecorder(PostgresTrackingRecorder):
 
     def __init__(self, datastore: Any, **kwargs: Any) -> None:
         super().__init__(datastore, **kwargs)
-        from psycopg.sql import SQL, Identifier
+        from psycopg.sql import (  # lazily: only PostgreSQL needs the driver
+            SQL,
+            Identifier,
+        )
 
         self.sql_create_statements.append(
             SQL(
@@ -86,12 +90,12 @@ class ViewCursor:
         self._pg = dialect == "postgres"
 
     def execute(self, sql: str, params: Sequence[Any] = ()) -> ViewCursor:
-        self._cur.execute(_pg_sql(sql) if self._pg else sql, params)
+        self._cur.execute(pg_sql(sql) if self._pg else sql, params)
         return self
 
     def executemany(self, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         if rows:
-            self._cur.executemany(_pg_sql(sql) if self._pg else sql, rows)
+            self._cur.executemany(pg_sql(sql) if self._pg else sql, rows)
 
     def insert_rows(self, table: str, columns: Sequence[str], rows: Sequence[Sequence[Any]]) -> None:
         """Plain inserts of many rows (no ON CONFLICT): COPY on PostgreSQL, where it is
@@ -123,7 +127,7 @@ class ViewCursor:
 _PG_SQL: dict[str, str] = {}
 
 
-def _pg_sql(sql: str) -> str:
+def pg_sql(sql: str) -> str:
     converted = _PG_SQL.get(sql)
     if converted is None:
         converted = _PG_SQL[sql] = sql.replace("%", "%%").replace("?", "%s")
@@ -146,6 +150,12 @@ class ViewStore:
             self.schema = ""
         # The store's events table, when it is in this database (`log_reader`); set by for_store.
         self.log_table: str | None = None
+        self._store: weakref.ref[EventStore] | None = None  # set by for_store; weak, as _VIEWS is
+
+    @property
+    def store(self) -> EventStore | None:
+        """The event store these views are of (None once it is gone, or if opened without one)."""
+        return self._store() if self._store is not None else None
 
     @classmethod
     def for_store(cls, store: EventStore) -> ViewStore:
@@ -154,6 +164,7 @@ class ViewStore:
             views = _VIEWS.get(store)
             if views is None:
                 views = _VIEWS[store] = cls._open(store)
+                views._store = weakref.ref(store)
             return views
 
     @classmethod
@@ -191,7 +202,10 @@ class ViewStore:
             if self.dialect == "postgres":
                 # Views are unqualified tables of the store's schema; LOCAL: this
                 # transaction only, so the pool's connections stay as the library left them.
-                from psycopg.sql import SQL, Identifier
+                from psycopg.sql import (  # lazily: only PostgreSQL needs the driver
+                    SQL,
+                    Identifier,
+                )
 
                 raw.execute(SQL("SET LOCAL search_path TO {0}").format(Identifier(self.schema)))
             yield c

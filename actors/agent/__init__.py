@@ -1,0 +1,12 @@
+"""The ReAct agent (seed 000 §2.2), shared by the workloads that reason in a loop.
+
+The plan every workload folder follows:
+    react.py, parsing.py, policy.py   the pure core: `ReactAgent` (decide/evolve, next_effect)
+    prompt.py                         its prompts and step schema
+    actor.py                          the Ray shell: `AgentActor`, which serves any agent run
+    kind.py                           its RunKind: `AgentRunKind` (reused by research and
+                                      code questions) and `ReactRun` (`chorus run`)
+Its tools are the shared file tools (`actors.tools`).
+"""
+
+__all__ = ["actor", "kind", "parsing", "policy", "prompt", "react"]

@@ -109,9 +109,15 @@ EXAMPLE_READ_OBSERVATION = """config.py, lines 4-10 of 10:
  9:         data = json.load(f)
 10:     return {**DEFAULTS, **data}
 (end of file: 10 lines)"""
-EXAMPLE_STEPS: list[tuple[str, str, dict[str, Any]]] = [
-    ("Search for the key words.", "search_files", EXAMPLE_SEARCH),
-    ("config.py line 6 defines load_settings; read it to see the defaults.", "read_file", EXAMPLE_READ),
+# (thought, action, args, the observation it got)
+EXAMPLE_STEPS: list[tuple[str, str, dict[str, Any], str]] = [
+    ("Search for the key words.", "search_files", EXAMPLE_SEARCH, EXAMPLE_SEARCH_OBSERVATION),
+    (
+        "config.py line 6 defines load_settings; read it to see the defaults.",
+        "read_file",
+        EXAMPLE_READ,
+        EXAMPLE_READ_OBSERVATION,
+    ),
     (
         "Line 10 shows it.",
         ANSWER,
@@ -119,6 +125,7 @@ EXAMPLE_STEPS: list[tuple[str, str, dict[str, Any]]] = [
             "answer": "load_settings in config.py reads the JSON settings file and returns its "
             "values laid over DEFAULTS (line 10: return {**DEFAULTS, **data})."
         },
+        "",
     ),
 ]
 
@@ -127,54 +134,80 @@ def step_json(thought: str, action: str, args: Mapping[str, Any]) -> str:
     return json.dumps({"thought": thought, "action": action, "args": dict(args)}, ensure_ascii=False)
 
 
-def _example() -> str:
-    (t1, a1, g1), (t2, a2, g2), (t3, a3, g3) = EXAMPLE_STEPS
-    return "\n".join(
-        [
-            f"Goal: {EXAMPLE_GOAL}",
-            step_json(t1, a1, g1),
-            "Observation:",
-            EXAMPLE_SEARCH_OBSERVATION,
-            step_json(t2, a2, g2),
-            "Observation:",
-            EXAMPLE_READ_OBSERVATION,
-            step_json(t3, a3, g3),
-        ]
-    )
+def worked_example(goal: str, steps: Sequence[tuple[str, str, Mapping[str, Any], str]]) -> str:
+    """The goal, then each step as the model should write it, followed by the observation it
+    got (none after the answer)."""
+    lines = [f"Goal: {goal}"]
+    for thought, action, args, observation in steps:
+        lines.append(step_json(thought, action, args))
+        if observation:
+            lines += ["Observation:", observation]
+    return "\n".join(lines)
+
+
+def render_system_prompt(
+    intro: str,
+    tools: Sequence[tuple[str, str, str]],
+    *,
+    first: str,
+    tool_rules: Mapping[str, Sequence[str]],
+    rules: Sequence[str],
+    example: str = "",
+    primary_args: Mapping[str, str] = PRIMARY_ARGS,
+) -> str:
+    """A system prompt in the shape a small model follows: what it does (`intro`), the tools,
+    the JSON step shown for the tool `first` (with its argument from `primary_args`) and for
+    the answer, the numbered rules, and the worked `example` if there is one.
+
+    The rules are those `tool_rules` gives for the tools offered (in `tool_rules`' order),
+    then the general `rules`."""
+    offered = {name for name, _, _ in tools}
+    numbered = [r for tool, said in tool_rules.items() if tool in offered for r in said] + list(rules)
+    listed = "\n".join(f"- {sig or name}: {desc}" for name, sig, desc in tools)
+    parts = [
+        intro,
+        f"Tools:\n{listed}",
+        "Reply with ONE JSON object and nothing else:\n"
+        + step_json("<one short sentence>", first, {primary_args.get(first, "..."): "..."})
+        + "\nWhen you know the answer:\n"
+        + step_json("<one short sentence>", ANSWER, {"answer": "<the answer>"}),
+        "Rules:\n" + "\n".join(f"{i}. {r}" for i, r in enumerate(numbered, 1)),
+    ]
+    if example:
+        parts.append("Example:\n" + example)
+    return "\n\n".join(parts)
+
+
+INTRO = (
+    "You answer questions about the files in a folder. You work in steps: each step you "
+    "call one tool and then see its result (the Observation), until you can answer."
+)
+TOOL_RULES: dict[str, tuple[str, ...]] = {
+    "search_files": (
+        "Start with search_files using 1-3 short keywords or a likely name (e.g. "
+        "\"snapshot\" or \"SQLiteRecorder\"), not the whole question.",
+        "Search results show matching lines as path:LINE: text. If a line already shows the answer, answer at once.",
+    ),
+    "read_file": ("Otherwise read_file that path with start_line a few lines above the hit.",),
+}
+RULES = (
+    "Never repeat a step you already did. If a search finds nothing, use fewer or other words.",
+    "Answer as soon as you can see the answer. In the answer, name the file and the exact "
+    "class, function or variable name.",
+)
 
 
 def system_prompt(tools: Sequence[tuple[str, str, str]]) -> str:
     names = [name for name, _, _ in tools]
-    listed = "\n".join(f"- {sig or name}: {desc}" for name, sig, desc in tools)
-    first = names[0] if names else ANSWER
-    first_arg = PRIMARY_ARGS.get(first, "...")
-    parts = [
-        "You answer questions about the files in a folder. You work in steps: each step you "
-        "call one tool and then see its result (the Observation), until you can answer.",
-        f"Tools:\n{listed}",
-        "Reply with ONE JSON object and nothing else:\n"
-        + step_json("<one short sentence>", first, {first_arg: "..."})
-        + "\nWhen you know the answer:\n"
-        + step_json("<one short sentence>", ANSWER, {"answer": "<the answer>"}),
-    ]
-    rules = []
-    if "search_files" in names:
-        rules.append(
-            "Start with search_files using 1-3 short keywords or a likely name (e.g. "
-            "\"snapshot\" or \"SQLiteRecorder\"), not the whole question."
-        )
-        rules.append("Search results show matching lines as path:LINE: text. If a line already shows the answer, answer at once.")
-    if "read_file" in names:
-        rules.append("Otherwise read_file that path with start_line a few lines above the hit.")
-    rules += [
-        "Never repeat a step you already did. If a search finds nothing, use fewer or other words.",
-        "Answer as soon as you can see the answer. In the answer, name the file and the exact "
-        "class, function or variable name.",
-    ]
-    parts.append("Rules:\n" + "\n".join(f"{i}. {r}" for i, r in enumerate(rules, 1)))
-    if {"search_files", "read_file"} <= set(names):
-        parts.append("Example:\n" + _example())
-    return "\n\n".join(parts)
+    with_example = {"search_files", "read_file"} <= set(names)
+    return render_system_prompt(
+        INTRO,
+        tools,
+        first=names[0] if names else ANSWER,
+        tool_rules=TOOL_RULES,
+        rules=RULES,
+        example=worked_example(EXAMPLE_GOAL, EXAMPLE_STEPS) if with_example else "",
+    )
 
 
 def iteration_note(iteration: int, max_iterations: int) -> str:

@@ -1,2 +1,13 @@
 """Seed 003's code-question assistant: the Orchestrator (the ReAct agent with its own prompt)
-and five tools over a folder of repositories, including HyDE semantic file search."""
+and five tools over a folder of repositories, including HyDE semantic file search.
+
+    orchestrator.py                 the pure core and its prompt: `Orchestrator`
+    tools.py, hyde.py, occurrences.py, repos.py, retrieval.py, config.py   its tools
+    answer.py                       which lines an answer relied on
+    evaluation.py, eval_cli.py      `chorus eval retrieval`: keyword vs embedding vs HyDE
+    Ray shell                       the agent's (`actors.agent.actor.AgentActor`)
+    kind.py                         its RunKind, `CodeQuestionRun`; cli.py, `chorus ask`
+"""
+
+__all__ = ["answer", "cli", "config", "eval_cli", "evaluation", "hyde", "kind", "occurrences", "orchestrator",
+           "repos", "retrieval", "tools"]

@@ -1,6 +1,6 @@
 """`chorus ask "QUESTION" --repos DIR`: seed 003's code-question assistant from the shell.
 
-It submits the question to the orchestrator (`Client().submit(..., agent="orchestrator")`),
+It submits the question to the orchestrator (`Client().submit(..., agent=ORCHESTRATOR)`),
 prints the run id, then each tool call as it happens (on stderr), then the answer without
 its `<answer>` tags and the files and line ranges it relied on (on stdout).
 
@@ -15,6 +15,18 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any, TextIO
+
+from actors.agent.policy import unwrap_answer
+from actors.codeqa.answer import relied_on
+from actors.codeqa.config import CodeQaConfig
+from actors.codeqa.orchestrator import TOOLS
+from actors.codeqa.repos import list_repositories
+from actors.runtime.client import Client
+from actors.runtime.progress import describe
+from actors.runtime.registry import Registry
+from events.runs import Budget
+
+ORCHESTRATOR = "orchestrator"  # the run kind (actors.codeqa.kind.CodeQuestionRun)
 
 
 def add_parsers(sub: Any) -> None:
@@ -38,8 +50,6 @@ class ReposFolderError(ValueError):
 
 def check_repos(folder: Path) -> Path:
     """The repositories folder, or a one-line error when it cannot be asked about."""
-    from actors.codeqa.repos import list_repositories
-
     path = folder.expanduser()
     if not path.exists():
         raise ReposFolderError(f"repositories folder {folder} does not exist")
@@ -51,11 +61,6 @@ def check_repos(folder: Path) -> Path:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
-    from actors.codeqa.config import CodeQaConfig
-    from actors.codeqa.orchestrator import TOOLS
-    from actors.runtime.client import Client
-    from events.runs import Budget
-
     config = CodeQaConfig.load()  # a bad CHORUS_CODEQA_CONFIG fails here, before the run
     if not args.question.strip():
         raise ValueError("the question is empty")
@@ -65,7 +70,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         handle = client.submit(
             args.question,
             root=repos,
-            agent="orchestrator",
+            agent=ORCHESTRATOR,
             tools=list(TOOLS),
             max_iterations=args.max_iterations if args.max_iterations is not None else config.max_iterations,
             budget=budget,
@@ -77,17 +82,15 @@ def cmd_ask(args: argparse.Namespace) -> int:
 def follow_question(handle: Any, *, quiet: bool = False, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Show the run's steps as they happen, then the answer and its sources (0) or the
     error (1)."""
-    from actors.agent.policy import unwrap_answer
-    from actors.codeqa.answer import relied_on
-    from actors.runtime.progress import describe
 
     out = out or sys.stdout
     err = err or sys.stderr
+    kind = Registry.run_kind(ORCHESTRATOR)
     events = []
     for rec in handle.events():
         events.append(rec.event)
         if not quiet:
-            line = describe(rec.event)
+            line = describe(rec.event, kind=kind)
             if line:
                 print(line, file=err, flush=True)
     result = handle.wait()

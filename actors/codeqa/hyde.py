@@ -32,6 +32,7 @@ from actors.codeqa.occurrences import FileCount, rank_texts, relative_files
 from actors.index.chunking import Chunk, chunk_text
 from actors.runtime.llm.types import LlmRequest
 from actors.tools.search import STOP_WORDS
+from actors.index.tokens import count_tokens
 
 # -- the pipeline (effects through the context) -----------------------------------------------
 
@@ -64,8 +65,6 @@ class Corpus:
     _vectors: dict[str, list[float]] = field(default_factory=dict)
 
     def chunks(self, path: str, config: SemanticSearchConfig) -> list[Chunk]:
-        from actors.index.tokens import count_tokens
-
         key = (path, config.chunk_size, config.chunk_overlap)
         if key not in self._chunks:
             self._chunks[key] = chunk_text(
@@ -280,7 +279,7 @@ def rank_files(
 ) -> list[RankedFile]:
     """Files by the cosine similarity of their best chunk to `query`, best first (ties by
     path), at most `top`, each with its best chunk's line range."""
-    import numpy as np
+    import numpy as np  # lazily: only the cosine ranking needs it
 
     if not chunks:
         return []

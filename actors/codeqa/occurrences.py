@@ -14,8 +14,8 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from actors.tools.paths import MAX_FILE_BYTES, _is_binary, _rel, _root, _walk
-from actors.tools.search import _DEFINITION, STOP_WORDS, _count, _lower
+from actors.tools.paths import MAX_FILE_BYTES, is_binary, rel_path, resolve_root, walk_files
+from actors.tools.search import DEFINITION_LINE, STOP_WORDS, count_term, same_length_lower
 
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*[A-Za-z0-9_]|[A-Za-z0-9_]")
 
@@ -45,8 +45,8 @@ def keyword_terms(text: str) -> list[str]:
 def count_terms(text: str, terms: Sequence[str]) -> dict[str, int]:
     """Case-insensitive occurrences of each term. Terms of three letters or fewer count only
     where a word or identifier piece starts, so 'id' is not found inside 'valid'."""
-    lower = _lower(text)
-    return {t: _count(t, text, lower) for t in terms}
+    lower = same_length_lower(text)
+    return {t: count_term(t, text, lower) for t in terms}
 
 
 def count_text(path: str, text: str, terms: Sequence[str]) -> FileCount | None:
@@ -57,12 +57,12 @@ def count_text(path: str, text: str, terms: Sequence[str]) -> FileCount | None:
     total = sum(counts.values())
     if not total:
         return None
-    lower = _lower(text)
+    lower = same_length_lower(text)
     first = min(_first_index(t, text, lower) for t in terms if counts[t])
     number = text.count("\n", 0, first) + 1
     found = [t for t in terms if counts[t]]
     for n, line in enumerate(text.splitlines()[number - 1 :], number):
-        if _DEFINITION.match(line) and any(_count(t, line, _lower(line)) for t in found):
+        if DEFINITION_LINE.match(line) and any(count_term(t, line, same_length_lower(line)) for t in found):
             number = n
             break
     lines = text.splitlines()
@@ -71,7 +71,7 @@ def count_text(path: str, text: str, terms: Sequence[str]) -> FileCount | None:
 
 
 def _first_index(term: str, text: str, lower: str) -> int:
-    """Where the first occurrence `_count` counts begins."""
+    """Where the first occurrence `count_term` counts begins."""
     i = lower.find(term)
     while i > 0 and len(term) <= 3:
         before, here = text[i - 1], text[i]
@@ -100,19 +100,19 @@ def load_texts(base: str | os.PathLike[str], under: str | os.PathLike[str] | Non
 
     Skipped, as the other file tools skip them: junk folders (.git, __pycache__, ...),
     binary files, files over 1 MB and symlinks (so nothing outside the folder is read)."""
-    root = _root(base)
-    top = _root(under) if under is not None else root
+    root = resolve_root(base)
+    top = resolve_root(under) if under is not None else root
     out: dict[str, str] = {}
-    for path in _walk(top):
+    for path in walk_files(top):
         try:
             if path.stat().st_size > MAX_FILE_BYTES:
                 continue
             data = path.read_bytes()
         except OSError:
             continue
-        if _is_binary(data):
+        if is_binary(data):
             continue
-        out[_rel(path, root)] = data.decode("utf-8", errors="replace")
+        out[rel_path(path, root)] = data.decode("utf-8", errors="replace")
     return out
 
 

@@ -13,7 +13,15 @@ from collections.abc import Sequence
 from typing import Any
 
 from actors.agent.parsing import parse_step
-from actors.agent.prompt import ANSWER, AgentStep, StepProblem, build_messages, iteration_note, step_json
+from actors.agent.prompt import (
+    ANSWER,
+    AgentStep,
+    StepProblem,
+    build_messages,
+    iteration_note,
+    render_system_prompt,
+    worked_example,
+)
 from actors.agent.react import AgentState, ReactAgent, must_answer
 from actors.runtime.registry import Registry
 
@@ -91,54 +99,44 @@ EXAMPLE_STEPS: list[tuple[str, str, dict[str, Any], str]] = [
 ]
 
 
-def _example() -> str:
-    lines = [f"Goal: {EXAMPLE_GOAL}"]
-    for thought, action, args, observation in EXAMPLE_STEPS:
-        lines.append(step_json(thought, action, args))
-        if observation:
-            lines += ["Observation:", observation]
-    return "\n".join(lines)
+# -- the prompt (the ReAct agent's shape, seed 003's words) -----------------------------------
+
+INTRO = (
+    "You answer questions about the code in a folder of repositories. You work in steps: each "
+    "step you call one tool and then see its result (the Observation), until you can answer."
+)
+TOOL_RULES: dict[str, tuple[str, ...]] = {
+    "list_available_repositories": (
+        "Start with list_available_repositories. Paths start with the repository name "
+        "(e.g. shop/shop/billing.py).",
+    ),
+    "search_keyword": (
+        "Find code with search_keyword: ONE short word or identifier from the question "
+        '(e.g. "auth" or "SQLiteRecorder"), not the whole question.',
+    ),
+    "semantic_file_search": ("If keywords find nothing useful, semantic_file_search with the question in words.",),
+    "read_code": ("Then read_code the best file, with start_line and end_line around the lines a result points to.",),
+    "get_repo_documentation": ("get_repo_documentation shows a repository's README and file tree, for an overview.",),
+}
+RULES = (
+    "Never repeat a step you already did.",
+    "Answer as soon as you can. In the answer, name the files and line ranges you relied on "
+    "(e.g. shop/shop/billing.py lines 6-10) and the exact class or function names.",
+)
 
 
 def system_prompt(tools: Sequence[tuple[str, str, str]]) -> str:
     names = [name for name, _, _ in tools]
-    listed = "\n".join(f"- {sig or name}: {desc}" for name, sig, desc in tools)
-    first = "search_keyword" if "search_keyword" in names else (names[0] if names else ANSWER)
-    parts = [
-        "You answer questions about the code in a folder of repositories. You work in steps: each "
-        "step you call one tool and then see its result (the Observation), until you can answer.",
-        f"Tools:\n{listed}",
-        "Reply with ONE JSON object and nothing else:\n"
-        + step_json("<one short sentence>", first, {PRIMARY_ARGS.get(first, "..."): "..."})
-        + "\nWhen you know the answer:\n"
-        + step_json("<one short sentence>", ANSWER, {"answer": "<the answer>"}),
-    ]
-    rules = []
-    if "list_available_repositories" in names:
-        rules.append(
-            "Start with list_available_repositories. Paths start with the repository name "
-            "(e.g. shop/shop/billing.py)."
-        )
-    if "search_keyword" in names:
-        rules.append(
-            "Find code with search_keyword: ONE short word or identifier from the question "
-            '(e.g. "auth" or "SQLiteRecorder"), not the whole question.'
-        )
-    if "semantic_file_search" in names:
-        rules.append("If keywords find nothing useful, semantic_file_search with the question in words.")
-    if "read_code" in names:
-        rules.append("Then read_code the best file, with start_line and end_line around the lines a result points to.")
-    if "get_repo_documentation" in names:
-        rules.append("get_repo_documentation shows a repository's README and file tree, for an overview.")
-    rules += [
-        "Never repeat a step you already did.",
-        "Answer as soon as you can. In the answer, name the files and line ranges you relied on "
-        "(e.g. shop/shop/billing.py lines 6-10) and the exact class or function names.",
-    ]
-    parts.append("Rules:\n" + "\n".join(f"{i}. {r}" for i, r in enumerate(rules, 1)))
-    if {"list_available_repositories", "search_keyword", "read_code"} <= set(names):
-        parts.append("Example:\n" + _example())
-    return "\n\n".join(parts)
+    with_example = {"list_available_repositories", "search_keyword", "read_code"} <= set(names)
+    return render_system_prompt(
+        INTRO,
+        tools,
+        first="search_keyword" if "search_keyword" in names else (names[0] if names else ANSWER),
+        tool_rules=TOOL_RULES,
+        rules=RULES,
+        example=worked_example(EXAMPLE_GOAL, EXAMPLE_STEPS) if with_example else "",
+        primary_args=PRIMARY_ARGS,
+    )
 
 
 def step_note(iteration: int, max_iterations: int) -> str:

@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 
 from actors.tools.files import PATH_LINE
-from actors.tools.paths import SKIP_DIRS, ToolInputError, _clean_path, _rel, _root, _walk, resolve_in_root
+from actors.tools.paths import SKIP_DIRS, ToolInputError, clean_path, rel_path, resolve_in_root, resolve_root, walk_files
 
 DOC_PRIORITY = ("llms.txt", "README.md")  # seed 003: llms.txt, then README.md, then the tree only
 LISTED_BY = "search_keyword"  # the tool whose output shows paths the way the others take them
@@ -26,7 +26,7 @@ def _hidden(name: str) -> bool:
 
 def list_repositories(root: str | os.PathLike[str]) -> list[str]:
     """Names of the repositories in the folder, sorted case-insensitively."""
-    base = _root(root)
+    base = resolve_root(root)
     names = []
     for entry in base.iterdir():
         if _hidden(entry.name) or entry.is_symlink() or not entry.is_dir():
@@ -37,13 +37,13 @@ def list_repositories(root: str | os.PathLike[str]) -> list[str]:
 
 def repository(root: str | os.PathLike[str], name: str) -> tuple[str, Path]:
     """(name, folder) of the repository `name` names; a path inside it names it too."""
-    base = _root(root)
-    text = _clean_path(name).rstrip("/")
+    base = resolve_root(root)
+    text = clean_path(name).rstrip("/")
     if not text:
         raise ToolInputError("Give a repository name, e.g. repo='" + _first_repo(base) + "'.")
     folder = resolve_in_root(base, text, listed_by="list_available_repositories")
     known = list_repositories(base)
-    top = _rel(folder, base).split("/", 1)[0] if folder != base else ""
+    top = rel_path(folder, base).split("/", 1)[0] if folder != base else ""
     if top in known:
         return top, base / top
     hint = difflib.get_close_matches(text, known, n=1, cutoff=0.5)
@@ -64,8 +64,8 @@ def resolve_file(root: str | os.PathLike[str], path: str) -> tuple[Path, int]:
     inside a repository given without the repository's name when exactly one repository has
     it. Refused (ToolInputError): anything outside the folder, folders, missing files.
     """
-    base = _root(root)
-    text = _clean_path(path)
+    base = resolve_root(root)
+    text = clean_path(path)
     if not text:
         raise ToolInputError("read_code needs a path, e.g. read_code(path='repo/src/app.py', start_line=1)")
     readings = [(text, 0)]
@@ -85,7 +85,7 @@ def resolve_file(root: str | os.PathLike[str], path: str) -> tuple[Path, int]:
     if target.is_dir():
         entries = sorted(e.name + ("/" if e.is_dir() else "") for e in target.iterdir() if not _hidden(e.name))
         shown = ", ".join(entries[:30]) or "nothing"
-        raise ToolInputError(f"'{_rel(target, base)}' is a folder, not a file; it holds: {shown}.")
+        raise ToolInputError(f"'{rel_path(target, base)}' is a folder, not a file; it holds: {shown}.")
     return target, line
 
 
@@ -95,7 +95,7 @@ def _existing(base: Path, text: str) -> Path | None:
 
 
 def _not_found(base: Path, text: str) -> str:
-    files = [_rel(p, base) for p in _walk(base)]
+    files = [rel_path(p, base) for p in walk_files(base)]
     name = Path(text).name
     same = [f for f in files if Path(f).name == name][:5]
     close = difflib.get_close_matches(text, files, n=5, cutoff=0.6)

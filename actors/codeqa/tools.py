@@ -23,7 +23,8 @@ from actors.codeqa.hyde import Corpus, SemanticResult, semantic_search
 from actors.codeqa.occurrences import FileCount, keyword_terms, load_texts, rank_texts, relative_files
 from actors.codeqa.repos import directory_tree, find_documentation, list_repositories, repository, resolve_file
 from actors.runtime.registry import Registry, Tool
-from actors.tools.paths import BINARY_SUFFIXES, LINE_CHARS, MAX_FILE_BYTES, ToolInputError, _is_binary, _rel, _root
+from actors.tools.arguments import alias_arg, whole_number
+from actors.tools.paths import BINARY_SUFFIXES, LINE_CHARS, MAX_FILE_BYTES, ToolInputError, is_binary, rel_path, resolve_root
 
 
 LINES_SHOWN = 15  # search_keyword shows the line itself for its best 15 files, the number for the rest
@@ -40,17 +41,9 @@ class _ReposTool(Tool):
 
     def base(self) -> Path:
         try:
-            return _root(self.root)
+            return resolve_root(self.root)
         except NotADirectoryError:
             raise ToolInputError(f"The repositories folder {self.root} does not exist.") from None
-
-
-def _arg(value: Any, extra: dict[str, Any], aliases: tuple[str, ...]) -> Any:
-    """`value`, else the first alias a small model used instead of the parameter's name."""
-    if value not in (None, ""):
-        return value
-    lowered = {str(k).lower(): v for k, v in extra.items()}
-    return next((lowered[a] for a in aliases if lowered.get(a) not in (None, "")), value)
 
 
 _REPO = ("repo", "repo_name", "repository", "repository_name", "name")
@@ -77,16 +70,16 @@ class GetRepoDocumentation(_ReposTool):
 
     def execute(self, repo: str = "", **extra: Any) -> str:
         base = self.base()
-        name, folder = repository(base, str(_arg(repo, extra, _REPO) or ""))
+        name, folder = repository(base, str(alias_arg(repo, extra, _REPO) or ""))
         doc = find_documentation(folder)
         text = None
         if doc is not None:
             with doc.open("rb") as f:
                 data = f.read(MAX_FILE_BYTES)
-            text = None if _is_binary(data) else data.decode("utf-8", errors="replace")
+            text = None if is_binary(data) else data.decode("utf-8", errors="replace")
         limits = self.settings.documentation
         tree, left_out = directory_tree(folder, limits.max_tree_entries)
-        rel = _rel(doc, base) if doc is not None else ""
+        rel = rel_path(doc, base) if doc is not None else ""
         return format_documentation(name, rel, text, tree, left_out, limits.max_doc_lines)
 
 
@@ -103,15 +96,15 @@ class SearchKeyword(_ReposTool):
 
     def execute(self, keyword: str = "", repo: str = "", **extra: Any) -> str:
         base = self.base()
-        value = _arg(keyword, extra, _KEYWORD)
+        value = alias_arg(keyword, extra, _KEYWORD)
         if isinstance(value, (list, tuple)):
             value = " ".join(map(str, value))
         terms = keyword_terms(str(value or ""))
         if not terms:
             raise ToolInputError("search_keyword needs a keyword, e.g. search_keyword(keyword='auth')")
         prefix = ""
-        if _arg(repo, extra, _REPO):
-            prefix, _ = repository(base, str(_arg(repo, extra, _REPO)))
+        if alias_arg(repo, extra, _REPO):
+            prefix, _ = repository(base, str(alias_arg(repo, extra, _REPO)))
         texts = relative_files(load_texts(base, base / prefix if prefix else None), prefix)
         found = rank_texts(texts, terms)
         return format_keyword_hits(terms, found, self.settings.keyword_search.max_files)
@@ -123,14 +116,14 @@ class ReadCode(_ReposTool):
 
     def execute(self, path: str = "", start_line: int = 1, end_line: int = 0, **extra: Any) -> str:
         base = self.base()
-        target, pointed = resolve_file(base, str(_arg(path, extra, _PATH) or ""))
-        start = _line_number(_arg(start_line if start_line != 1 else None, extra, ("start", "line", "from_line")), "start_line", 1)
-        end = _line_number(_arg(end_line or None, extra, ("end", "to_line", "stop")), "end_line", 0)
+        target, pointed = resolve_file(base, str(alias_arg(path, extra, _PATH) or ""))
+        start = _line_number(alias_arg(start_line if start_line != 1 else None, extra, ("start", "line", "from_line")), "start_line", 1)
+        end = _line_number(alias_arg(end_line or None, extra, ("end", "to_line", "stop")), "end_line", 0)
         if pointed and start == 1 and end == 0:  # 'a.py:40': read around line 40
             start = max(1, pointed - 5)
-        rel = _rel(target, base)
+        rel = rel_path(target, base)
         data = target.read_bytes()
-        if _is_binary(data) or target.suffix.lower() in BINARY_SUFFIXES:
+        if is_binary(data) or target.suffix.lower() in BINARY_SUFFIXES:
             raise ToolInputError(f"'{rel}' is a binary file ({len(data)} bytes); read_code shows text files only.")
         lines = data.decode("utf-8", errors="replace").splitlines()
         return format_lines(rel, lines, start, end, self.settings.code_reading.max_lines)
@@ -159,14 +152,14 @@ class SemanticFileSearch(_ReposTool):
 
     def execute(self, query: str = "", repo: str = "", **extra: Any) -> str:
         base = self.base()
-        question = str(_arg(query, extra, _QUERY) or "").strip()
+        question = str(alias_arg(query, extra, _QUERY) or "").strip()
         if not question:
             raise ToolInputError("semantic_file_search needs a query, e.g. semantic_file_search(query='how are users authenticated')")
         if self.context is None:
             raise RuntimeError("semantic_file_search was created without a ToolContext (uses_context)")
         prefix = ""
-        if _arg(repo, extra, _REPO):
-            prefix, _ = repository(base, str(_arg(repo, extra, _REPO)))
+        if alias_arg(repo, extra, _REPO):
+            prefix, _ = repository(base, str(alias_arg(repo, extra, _REPO)))
         corpus = Corpus(load_texts(base, base / prefix if prefix else None), _vectors=self._vectors)
         result = semantic_search(question, corpus, self.context, self.settings.semantic_search, under=prefix)
         return format_semantic(result)
@@ -282,15 +275,7 @@ def format_semantic(result: SemanticResult) -> str:
 
 
 def _line_number(value: Any, name: str, default: int) -> int:
-    if value is None or value == "":
-        return default
-    if isinstance(value, bool):
-        raise ToolInputError(f"{name} must be a whole number, not {value!r}")
-    try:
-        number = int(float(str(value).strip()))
-    except ValueError:
-        raise ToolInputError(f"{name} must be a whole number, e.g. {name}=1; got {value!r}") from None
-    return max(number, 0 if name == "end_line" else 1)
+    return max(whole_number(value, name, default), 0 if name == "end_line" else 1)
 
 
 def _trim(text: str, limit: int = 80) -> str:

@@ -13,6 +13,7 @@ for seed 003's 500-token chunks (`actors.index.tokens.count_tokens`). Overlap is
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import PurePosixPath
@@ -112,6 +113,4 @@ def _line_starts(text: str) -> list[int]:
 
 def _line_of(starts: list[int], offset: int) -> int:
     """1-based line number of character `offset`."""
-    import bisect
-
     return bisect.bisect_right(starts, offset)

@@ -85,7 +85,7 @@ def index_repository(
     chunks: list[Chunk] = [c for p in changed for c in chunk_text(p, files.texts[p])]
     for i in range(0, len(chunks), EMBED_BATCH):
         batch = chunks[i : i + EMBED_BATCH]
-        vectors = embed([_embed_text(c) for c in batch])
+        vectors = embed([text_to_embed(c) for c in batch])
         index.upsert(collection, batch, vectors, files.hashes)
         if progress:
             progress(f"embedded {min(i + EMBED_BATCH, len(chunks))}/{len(chunks)} chunks")
@@ -110,7 +110,7 @@ def index_repository(
     )
 
 
-def _embed_text(chunk: Chunk) -> str:
+def text_to_embed(chunk: Chunk) -> str:
     """The path is part of what a chunk is about ("sqlite.py" answers "the SQLite recorder")."""
     return f"{chunk.path}\n{chunk.text}"
 

@@ -14,7 +14,8 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from actors.tools.paths import BINARY_SUFFIXES, MAX_FILE_BYTES, SKIP_DIRS, _is_binary
+from actors.index.vectors import collection_name
+from actors.tools.paths import BINARY_SUFFIXES, MAX_FILE_BYTES, SKIP_DIRS, is_binary
 
 
 class RepositoryError(ValueError):
@@ -36,8 +37,6 @@ def resolve_source(source: str, data_dir: Path, timeout_s: float = 300.0) -> Pat
         if not path.is_dir():
             raise RepositoryError(f"repository path {source} is not a folder")
         return path
-    from actors.index.vectors import collection_name
-
     target = Path(data_dir) / "repos" / collection_name(source)
     partial = target.with_name(target.name + ".partial")
     shutil.rmtree(partial, ignore_errors=True)
@@ -90,7 +89,7 @@ def scan(root: Path, max_bytes: int = MAX_FILE_BYTES) -> FileSet:
                 out.skipped_large += 1
                 continue
             data = path.read_bytes()
-            if _is_binary(data):
+            if is_binary(data):
                 out.skipped_binary += 1
                 continue
             text = data.decode("utf-8", errors="replace")

@@ -10,14 +10,14 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any
 
+from actors.runtime.embeddings import minilm_model_dir
+
 TOKENIZER_NAME = "all-MiniLM-L6-v2 WordPiece (tokenizers)"
 
 
 @lru_cache(maxsize=1)
 def _tokenizer() -> Any:
-    from tokenizers import Tokenizer
-
-    from actors.runtime.embeddings import minilm_model_dir
+    from tokenizers import Tokenizer  # lazily: heavy; only counting tokens needs it
 
     tok = Tokenizer.from_file(str(minilm_model_dir() / "tokenizer.json"))
     tok.no_truncation()

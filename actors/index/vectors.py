@@ -24,13 +24,14 @@ from pathlib import Path
 from typing import Any
 
 from actors.index.chunking import Chunk
+from actors.runtime.errors import UserError
 
 MANIFESTS = "chorus_manifests"
 _NS = uuid.UUID("6f1c2a54-3b7e-4c1d-9a0e-5d8b7c6e4f21")
 
 
-class IndexLocked(Exception):
-    """The local Qdrant folder is held by another process."""
+class IndexLocked(UserError):
+    """The local Qdrant folder is held by another process (a one-line error for the CLI)."""
 
 
 class IndexMissing(LookupError):
@@ -80,7 +81,7 @@ class VectorIndex:
     # -- manifest --------------------------------------------------------------------------
 
     def manifest(self, collection: str) -> Manifest | None:
-        from qdrant_client import models
+        from qdrant_client import models  # lazily: heavy; only indexing and search need it
 
         if not self.client.collection_exists(MANIFESTS):
             return None
@@ -99,7 +100,7 @@ class VectorIndex:
         )
 
     def write_manifest(self, m: Manifest) -> None:
-        from qdrant_client import models
+        from qdrant_client import models  # lazily: heavy; only indexing and search need it
 
         if not self.client.collection_exists(MANIFESTS):
             self.client.create_collection(
@@ -112,7 +113,7 @@ class VectorIndex:
     # -- chunks ----------------------------------------------------------------------------
 
     def ensure_collection(self, collection: str, dim: int) -> None:
-        from qdrant_client import models
+        from qdrant_client import models  # lazily: heavy; only indexing and search need it
 
         if self.client.collection_exists(collection):
             info = self.client.get_collection(collection)
@@ -125,7 +126,7 @@ class VectorIndex:
         )
 
     def delete_files(self, collection: str, paths: Sequence[str]) -> None:
-        from qdrant_client import models
+        from qdrant_client import models  # lazily: heavy; only indexing and search need it
 
         if not paths or not self.client.collection_exists(collection):
             return
@@ -135,7 +136,7 @@ class VectorIndex:
         self.client.delete(collection, points_selector=selector, wait=True)
 
     def upsert(self, collection: str, chunks: Sequence[Chunk], vectors: Sequence[Sequence[float]], hashes: dict[str, str]) -> None:
-        from qdrant_client import models
+        from qdrant_client import models  # lazily: heavy; only indexing and search need it
 
         points = [
             models.PointStruct(
@@ -170,7 +171,7 @@ class VectorIndex:
         path_prefix: str | None = None,
         language: str | None = None,
     ) -> list[Hit]:
-        from qdrant_client import models
+        from qdrant_client import models  # lazily: heavy; only indexing and search need it
 
         must: list[Any] = []
         if path_prefix:
@@ -217,7 +218,7 @@ def qdrant_location(settings: Any) -> tuple[str | None, Path]:
 @contextmanager
 def open_index(settings: Any, wait_s: float = 10.0) -> Iterator[VectorIndex]:
     """The vector index for a piece of work; local mode's folder lock is held only inside."""
-    from qdrant_client import QdrantClient
+    from qdrant_client import QdrantClient  # lazily: heavy; only indexing and search need it
 
     url, folder = qdrant_location(settings)
     if url:

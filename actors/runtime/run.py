@@ -40,7 +40,7 @@ class RunState(State):
 
 class Submit(Command):
     goal: str
-    agent: str = "react"
+    agent: str = ""  # the run's kind; empty: RunSubmitted's default
     params: dict[str, Any] = {}
     budget: Budget = Budget()
     forked_from: str | None = None
@@ -71,7 +71,7 @@ class RunLifecycle(Behaviour[RunState]):
             return [
                 RunSubmitted(
                     goal=command.goal,
-                    agent=command.agent,
+                    **({"agent": command.agent} if command.agent else {}),
                     params=command.params,
                     budget=command.budget,
                     forked_from=command.forked_from,

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections import OrderedDict
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timezone
 from typing import Any, Generic, TypeVar
 
 from pydantic import BaseModel
@@ -29,13 +29,22 @@ SNAPSHOT_KEYS = 1_000
 
 class ShellSnapshot(BaseModel):
     """What a snapshot holds: the state and the most recent idempotency keys, as parallel
-    arrays (cheaper to decode than a map)."""
+    arrays (cheaper to decode than a map), and what the snapshots view needs to index it
+    without running actor code: which behaviour (`actor`) and state model (`state_type`)
+    it is of, and the time and global log position of the event at its version.
 
-    schema_version: int = 1
+    Snapshots saved before those four fields existed load with them None (rehydration
+    needs only `schema_version`, `state` and the keys)."""
+
+    schema_version: int = 1  # of the state model
     state: dict[str, Any]
     keys: list[str]
     first: list[int]  # version of each key's first event
     last: list[int]  # version of each key's last event
+    actor: str | None = None  # the behaviour's name: "run", "react", ...
+    state_type: str | None = None  # the state model's class name
+    timestamp: str | None = None  # of the event at the snapshot's version (UTC ISO-8601)
+    position: int | None = None  # that event's global log position, when the shell knows it
 
 
 class ActorShell(Generic[S]):
@@ -62,12 +71,17 @@ class ActorShell(Generic[S]):
         self.keys: OrderedDict[str, list[int]] = OrderedDict()
         self.replayed_on_load = 0  # how many tail events the last load folded
         self.last_event_id: str | None = None  # what the next decision follows from
+        # Of the event at `version`, for snapshots: its time, and its global position
+        # (known after this shell appended it, or from a snapshot at exactly `version`).
+        self.timestamp: datetime | None = None
+        self.position: int | None = None
 
     # -- loading ---------------------------------------------------------------------
 
     def load(self) -> ActorShell[S]:
         """Rebuild state from the latest usable snapshot plus the events after it."""
         self.state, self.version, self.keys = self.behaviour.initial(), 0, OrderedDict()
+        self.timestamp = self.position = None
         snap = self.store.load_snapshot(self.stream_id)
         if snap is not None and snap.kind == ShellSnapshot.__name__:
             body = ShellSnapshot.model_validate(snap.data)
@@ -78,6 +92,9 @@ class ActorShell(Generic[S]):
                 self.keys = OrderedDict(
                     (k, [a, b]) for k, a, b in zip(body.keys, body.first, body.last, strict=True)
                 )
+                self.position = body.position
+                if body.timestamp is not None:
+                    self.timestamp = datetime.fromisoformat(body.timestamp)
         tail = self.store.read_stream(self.stream_id, from_version=self.version + 1)
         self._apply(tail)
         self.replayed_on_load = len(tail)
@@ -131,11 +148,18 @@ class ActorShell(Generic[S]):
         appended = [r.event for r in recorded]
         before = self.version
         self._apply(appended)
+        self.position = recorded[-1].position or None  # 0: a store that gave no positions
         if self.snapshot_every and before // self.snapshot_every != self.version // self.snapshot_every:
             self.snapshot()
         return appended
 
     def snapshot(self) -> None:
+        """Save the state at the current version (once per version: the store keeps the
+        first). Taken every `snapshot_every` versions by `record`, and by an actor when
+        it finishes serving a run, so the snapshots view holds its final state. A no-op
+        before the first event."""
+        if self.version == 0:
+            return
         recent = list(self.keys.items())[-SNAPSHOT_KEYS:]
         body = ShellSnapshot(
             schema_version=type(self.state).schema_version,
@@ -143,6 +167,10 @@ class ActorShell(Generic[S]):
             keys=[k for k, _ in recent],
             first=[span[0] for _, span in recent],
             last=[span[1] for _, span in recent],
+            actor=self.behaviour.name,
+            state_type=type(self.state).__name__,
+            timestamp=None if self.timestamp is None else utc_timestamp(self.timestamp),
+            position=self.position,
         )
         self.store.save_snapshot(self.stream_id, self.version, body)
 
@@ -153,6 +181,8 @@ class ActorShell(Generic[S]):
             self.state = self.behaviour.evolve(self.state, e)
             self.version = e.version
             self.last_event_id = str(e.event_id)
+            self.timestamp = e.timestamp
+            self.position = None  # `record` sets it for what it appended
             if e.command_id is not None:
                 span = self.keys.get(e.command_id)
                 self._remember(e.command_id, span[0] if span else e.version, e.version)
@@ -162,6 +192,13 @@ class ActorShell(Generic[S]):
         self.keys.move_to_end(key)
         while len(self.keys) > MAX_REMEMBERED_KEYS:
             self.keys.popitem(last=False)
+
+
+def utc_timestamp(t: datetime) -> str:
+    """An event time as the snapshots show it: UTC ISO-8601 with microseconds."""
+    if t.tzinfo is not timezone.utc:
+        t = t.replace(tzinfo=timezone.utc) if t.tzinfo is None else t.astimezone(timezone.utc)
+    return t.isoformat(timespec="microseconds")
 
 
 def rebuild(behaviour: Behaviour[S], events: list[Event]) -> S:

@@ -15,10 +15,15 @@ in its config. Tests and the retrieval evaluation build one over any provider an
 from __future__ import annotations
 
 import threading
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
+from actors.runtime.embeddings import embedder_from_settings
 from actors.runtime.llm.gateway import LlmGateway
+from actors.runtime.llm.providers import provider_from_settings
 from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult
+from actors.runtime.registry import Registry
+from events.store import EventStore
 
 
 class ToolContext:
@@ -62,8 +67,6 @@ class ToolContext:
     @property
     def store(self) -> Any:
         if self._store is None:
-            from events.store import EventStore
-
             self._store = EventStore(self.store_url)
         return self._store
 
@@ -72,17 +75,12 @@ class ToolContext:
         if self._provider is None:
             if self.settings is None:
                 raise LookupError(f"tool {self.tool} has no LLM configured")
-            from actors.runtime.llm.providers import provider_from_settings
-
             self._provider = provider_from_settings(self.settings)
         return self._provider
 
     @property
     def embedder(self) -> Any:
         if self._embedder is None:
-            from actors.runtime.embeddings import embedder_from_settings
-            from actors.runtime.registry import Registry
-
             if self.settings is None:
                 self._embedder = Registry.get_embedder("minilm")
             else:
@@ -134,12 +132,10 @@ def _call(provider: Any, request: LlmRequest) -> Any:
 
 
 def _parallel(provider: Any, requests: list[LlmRequest]) -> list[Any]:
-    import ray
+    import ray  # lazily: tools in tests and evaluations run without Ray
 
     if ray.is_initialized():
         task = ray.remote(num_cpus=0, max_retries=1)(_call)
         return ray.get([task.remote(provider, r) for r in requests])
-    from concurrent.futures import ThreadPoolExecutor
-
     with ThreadPoolExecutor(max_workers=min(8, len(requests))) as pool:
         return list(pool.map(lambda r: _call(provider, r), requests))

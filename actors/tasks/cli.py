@@ -20,7 +20,13 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from actors.runtime.client import Client
+from actors.runtime.console import is_user_error, one_line
+from actors.runtime.errors import UserError
+from actors.tasks.client import result_of, submit_task
+from actors.tasks.progress import describe
 from actors.tasks.result import TaskResult
+from actors.tasks.sexp.parser import ParseError, parse_program
 
 HISTORY_KEPT = 20  # messages of conversation a passthrough question carries
 _INT = re.compile(r"-?[0-9]+\Z")
@@ -45,9 +51,6 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_task(args: argparse.Namespace) -> int:
-    from actors.runtime.cli import UserError
-    from actors.runtime.client import Client
-
     if args.repl:
         if args.text or args.file:
             raise UserError("--repl takes no workflow; type /task ... inside it")
@@ -61,8 +64,6 @@ def cmd_task(args: argparse.Namespace) -> int:
 
 
 def _text(args: argparse.Namespace) -> str:
-    from actors.runtime.cli import UserError
-
     if args.file and args.text:
         raise UserError("give a workflow or --file, not both")
     if args.file:
@@ -86,7 +87,6 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
 
 def parse_params(pairs: list[str]) -> dict[str, Any]:
     """KEY=VALUE pairs; integers, decimals and true/false become numbers and booleans."""
-    from actors.runtime.cli import UserError
 
     out: dict[str, Any] = {}
     for pair in pairs:
@@ -117,8 +117,6 @@ def follow_task(
     out: TextIO | None = None, err: TextIO | None = None,
 ) -> tuple[int, TaskResult]:  # fmt: skip
     """Submit, show each step as it happens, print the result; (exit status, result)."""
-    from actors.tasks.client import result_of, submit_task
-    from actors.tasks.progress import describe
 
     out, err = out or sys.stdout, err or sys.stderr
     handle = submit_task(client, text, **options)
@@ -163,7 +161,6 @@ anything else                 a question, answered from the workspace files with
 def repl(client: Any, options: dict[str, Any], stdin: TextIO, stdout: TextIO, *, quiet: bool = False) -> int:
     """Seed 001 flow 1 (passthrough questions, with history) and flow 2 (/task commands).
     A bad command prints one line and the session goes on; the exit status is 0."""
-    from actors.runtime.cli import _is_user_error, _one_line
 
     interactive = stdin.isatty()
     history: list[dict[str, Any]] = []
@@ -195,14 +192,13 @@ def repl(client: Any, options: dict[str, Any], stdin: TextIO, stdout: TextIO, *,
                     history.extend([{"role": "user", "content": line}, {"role": "assistant", "content": result.text()}])
                     del history[:-HISTORY_KEPT]
         except Exception as e:  # noqa: BLE001 - one line per bad command; the session goes on
-            if not _is_user_error(e):
+            if not is_user_error(e):
                 raise
-            print(f"error: {_one_line(e)}", file=stdout, flush=True)
+            print(f"error: {one_line(e)}", file=stdout, flush=True)
 
 
 def _read_entry(stdin: TextIO, stdout: TextIO, interactive: bool) -> str | None:
     """One command; a workflow with open parentheses continues on the next lines."""
-    from actors.tasks.sexp.parser import ParseError, parse_program
 
     text = ""
     while True:
@@ -226,7 +222,6 @@ def _read_entry(stdin: TextIO, stdout: TextIO, interactive: bool) -> str | None:
 
 def parse_task_command(rest: str) -> tuple[str, dict[str, Any]]:
     """`(sexp ...)` as it is, or `NAME key=value ...` (also `--param key=value`)."""
-    from actors.runtime.cli import UserError
 
     if not rest:
         raise UserError("/task needs an S-expression or a task name")

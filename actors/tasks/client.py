@@ -12,16 +12,16 @@
             print(rec.event.type_name)
 
 A workflow is a run like any other (`chorus runs`, `chorus log`, `chorus replay`,
-`chorus diff`, and `Client.fork`, which hands workflow runs to `fork_task`). The model
+`chorus diff`, and `Client.fork`): its `RunKind` is `actors.tasks.kind.TaskRun`, so
+`Client().submit(text, agent="task", params=...)` starts one too. The model
 server is started only when the workflow can call a model.
 """
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
-from actors.runtime.client import Client, RunHandle
+from actors.runtime.client import Client, RunHandle, new_run_id
 from actors.tasks.actor import TaskActor
 from actors.tasks.fork import read_fork
 from actors.tasks.result import TaskResult, from_error
@@ -35,7 +35,7 @@ def submit_task(client: Client, text: str, *, run_id: str | None = None, **optio
     (params, template_dirs, templates, workspace, index, history, kind, llm_params, limits).
     Bad input raises ValueError before anything is written."""
     start = prepare(text, model=client.settings.llm_model, **options)
-    return _launch(client, run_id or uuid.uuid4().hex[:12], start)
+    return _launch(client, run_id or new_run_id(), start)
 
 
 def fork_task(
@@ -47,7 +47,7 @@ def fork_task(
     outside the run or after its workflow finished."""
     client.run_state(run_id)  # UnknownRun
     start, fork = read_fork(client.store, run_id, at, model=model, params=llm_params)
-    return _launch(client, uuid.uuid4().hex[:12], start, fork, forked_from=f"{run_id}@{at}")
+    return _launch(client, new_run_id(), start, fork, forked_from=f"{run_id}@{at}")
 
 
 def _launch(
@@ -56,15 +56,8 @@ def _launch(
     """Record the run and serve it on a Ray actor that Ray restarts after a crash."""
     settings = client.ensure_llm() if needs_llm(start) else client.settings
     client.ensure_ray()
-    import ray
-
     submit(client.store, run_id, start, forked_from=forked_from)
-    actor = (
-        ray.remote(TaskActor)
-        .options(name=task_stream(run_id), max_restarts=3, max_task_retries=3, num_cpus=0)
-        .remote(settings, run_id, client.llm)
-    )
-    return RunHandle(client, run_id, actor.serve.remote(start, fork), actor)
+    return client.spawn(run_id, TaskActor, task_stream(run_id), (settings, run_id, client.llm), (start, fork))
 
 
 def result_of(client: Client, handle: RunHandle) -> TaskResult:

@@ -13,8 +13,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from actors.runtime.effects import Effects, ReplayEffects
+from actors.runtime.effects import Effects
 from actors.runtime.llm.types import LlmRequest
+from actors.runtime.perform import ReplayEffects
 from actors.tasks.workflow import ForkWorkflow, StartWorkflow, task_stream
 from events.base import Event
 from events.effects import LlmCompleted, LlmFailed, ToolReturned

@@ -17,15 +17,17 @@ checked or made, so a fork resumes and replays to the same requests.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from actors.runtime.behaviour import Command
 from actors.runtime.effects import Effects
 from actors.runtime.llm.types import LlmRequest
-from actors.runtime.shell import ActorShell
 from events.base import Event
 from events.effects import LlmCompleted, LlmFailed, LlmRequested, ToolCalled, ToolReturned
 from events.tasks import WorkflowForked
+
+if TYPE_CHECKING:  # the shell is the runtime's: it brings the store, which a pure core must not
+    from actors.runtime.shell import ActorShell
 
 
 class Record(Command):

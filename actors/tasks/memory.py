@@ -20,6 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from actors.tasks.result import TaskResult
+from actors.tools.paths import is_binary, resolve_root, walk_files
 from events.errors import ErrorInfo
 
 MATCHING_TASK = "associative-match"
@@ -114,18 +115,16 @@ def shortlist(index: dict[str, str], query: str, n: int) -> list[str]:
 
 def index_workspace(root: str | Path, limit: int = 200) -> dict[str, str]:
     """path -> description (the first meaningful line) for up to `limit` text files."""
-    from actors.tools.paths import _is_binary, _root, _walk
-
-    base = _root(root)
+    base = resolve_root(root)
     index: dict[str, str] = {}
-    for path in _walk(base):
+    for path in walk_files(base):
         if len(index) >= limit:
             break
         try:
             head = path.read_bytes()[:4096]
         except OSError:
             continue
-        if _is_binary(head):
+        if is_binary(head):
             continue
         index[path.relative_to(base).as_posix()] = describe(head.decode("utf-8", errors="replace"))
     return index

@@ -1,4 +1,5 @@
-"""One readable line per workflow event, for `chorus task` as it runs (and its REPL)."""
+"""One readable line per workflow event, for `chorus task` as it runs (and its REPL), and for
+`chorus log` / `chorus events` of a workflow run (through `TaskRun.describe`)."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ def _args(params: dict[str, Any]) -> str:
     return ", ".join(f"{k}={_short(json.dumps(v, ensure_ascii=False, default=str), 40)}" for k, v in params.items())
 
 
-def describe(e: Event) -> str:
-    """A line for `e`, or '' for events a person watching need not see."""
+def describe_workflow(e: Event) -> str | None:
+    """A line for a workflow event; None for any other."""
     t = e.type_name
     d: Any = e
     if t == "WorkflowStarted":
@@ -45,10 +46,17 @@ def describe(e: Event) -> str:
             return f"  ← {d.task} FAILED: {err.get('type')} ({err.get('reason')}): {_short(err.get('message', ''), 90)}"
         content = d.content if isinstance(d.content, str) else json.dumps(d.content, ensure_ascii=False, default=str)
         return f"  ← {d.task} {d.status}: {_short(content, 90)}"
-    if t == "ToolCalled":
-        return f"  tool {d.tool}({_short(_args(d.args), 100)})"
     if t == "WorkflowFinished":
         return (
             f"finished {d.status}: {d.steps} steps, {d.llm_calls} LLM calls, {d.tool_calls} tool calls, {d.tokens} tokens"
         )
-    return describe_runtime(e)
+    return None
+
+
+def describe(e: Event) -> str:
+    """A line for `e` as `chorus task` shows it live, or '' for events a person need not see."""
+    if e.type_name == "ToolCalled":
+        d: Any = e
+        return f"  tool {d.tool}({_short(_args(d.args), 100)})"
+    line = describe_workflow(e)
+    return line if line is not None else describe_runtime(e)

@@ -14,8 +14,8 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
-from actors.runtime.effects import LiveEffects, local_invoker
 from actors.runtime.llm.gateway import LlmGateway
+from actors.runtime.perform import LiveEffects, local_invoker
 from actors.runtime.run import Complete, Fail, RunLifecycle, Start, Submit, run_stream
 from actors.runtime.shell import ActorShell
 from actors.tasks.dispatcher import is_sexp
@@ -30,7 +30,7 @@ from events.base import Event
 from events.errors import ErrorInfo
 from events.store import EventStore
 
-AGENT = "task"  # RunSubmitted.agent for workflow runs: how replay and tools tell them apart
+AGENT = "task"  # RunSubmitted.agent for workflow runs: the name of their RunKind
 DEFAULT_LLM_PARAMS = {"temperature": 0.0, "max_tokens": 512}
 WORLD_FORMS = frozenset({"call", "get_context"})
 IDENTIFIER = re.compile(r"[^\s()\"';]+\Z")
@@ -177,6 +177,7 @@ def serve(
     except Exception as e:
         error = ErrorInfo(type="runtime_error", reason=type(e).__name__, message=str(e)[:500])
         run.handle(Fail(key="finish", error=error), causation_id=shell.last_event_id)
+        _snapshot(shell, run)
         raise
     state = shell.state
     if result.status == "FAILED":
@@ -187,7 +188,14 @@ def serve(
             Complete(key="finish", result=result_text(result), llm_calls=state.llm_calls, tokens=state.tokens),
             causation_id=shell.last_event_id,
         )
+    _snapshot(shell, run)
     return result
+
+
+def _snapshot(*shells: ActorShell[Any]) -> None:
+    """Snapshot the workflow and its run as they finish: their final states become views."""
+    for shell in shells:
+        shell.snapshot()
 
 
 def result_text(result: TaskResult) -> str:

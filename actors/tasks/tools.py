@@ -21,7 +21,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any
 
 from actors.runtime.registry import Registry, Tool
-from actors.tools.paths import ToolInputError, _is_binary, _root, resolve_in_root
+from actors.tools.paths import ToolInputError, is_binary, resolve_in_root, resolve_root
 
 KEPT_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL")
 DEFAULT_TIMEOUT_S = 30.0
@@ -55,7 +55,7 @@ class RunScript(Tool):
 
     def __init__(self, root: str, **config: Any) -> None:
         super().__init__(root=root, **config)
-        self.root = str(_root(root))
+        self.root = str(resolve_root(root))
 
     def execute(self, command: str = "", timeout: Any = None, **extra: Any) -> str:
         if extra:
@@ -114,7 +114,7 @@ class ReadFiles(Tool):
 
     def __init__(self, root: str, **config: Any) -> None:
         super().__init__(root=root, **config)
-        self.root = str(_root(root))
+        self.root = str(resolve_root(root))
 
     def execute(self, paths: Any = None, **extra: Any) -> str:
         if extra:
@@ -140,7 +140,7 @@ class ReadFiles(Tool):
             raise ToolInputError(f"{path} is a folder, not a file")
         with open(real, "rb") as f:
             data = f.read(MAX_READ_BYTES + 1)
-        if _is_binary(data[:4096]):
+        if is_binary(data[:4096]):
             raise ToolInputError(f"{path} is a binary file")
         text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")
         if len(data) > MAX_READ_BYTES:

@@ -11,11 +11,10 @@ function runs it live (LiveEffects), resumes it after a crash, and replays it fr
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from actors.runtime.behaviour import Behaviour, Command
 from actors.runtime.effects import Effects
-from actors.runtime.shell import ActorShell
 from actors.tasks.dispatcher import Dispatcher
 from actors.tasks.handler import Handler
 from actors.tasks.journal import Journal, Record
@@ -27,6 +26,9 @@ from actors.tasks.templates import AtomicTemplate
 from events.base import Event, State
 from events.effects import LlmCompleted, LlmFailed, ToolCalled
 from events.tasks import StepEvaluated, TaskCalled, WorkflowFinished, WorkflowForked, WorkflowStarted
+
+if TYPE_CHECKING:  # the shell is the runtime's: it brings the store, which a pure core must not
+    from actors.runtime.shell import ActorShell
 
 WorkflowStatus = Literal["new", "running", "completed", "failed"]
 QUERY_LIMITS = {"max_turns": 1, "max_tokens": 16000}

@@ -24,19 +24,20 @@ from pathlib import Path
 from typing import Any
 
 from actors.runtime.registry import Registry, Tool
+from actors.tools.arguments import alias_arg, whole_number
 from actors.tools.paths import (
     BINARY_SUFFIXES,
     LINE_CHARS,
     READ_MAX_LINES,
     READ_WINDOW,
     ToolInputError,
-    _clean_path,
-    _inside,
-    _is_binary,
-    _listing,
-    _rel,
-    _root,
-    _walk,
+    clean_path,
+    is_binary,
+    is_inside,
+    list_folder,
+    rel_path,
+    resolve_root,
+    walk_files,
     resolve_in_root,
 )
 from actors.tools.search import (
@@ -63,10 +64,10 @@ def read(
     A path copied from a search hit (`path:LINE` or `path:LINE: text`) reads around that
     line. A folder gives its listing.
     """
-    base = _root(root)
-    text = _clean_path(path)
-    start = _as_int(start_line, "start_line", 1)
-    end = _as_int(end_line, "end_line", 0)
+    base = resolve_root(root)
+    text = clean_path(path)
+    start = whole_number(start_line, "start_line", 1)
+    end = whole_number(end_line, "end_line", 0)
 
     target = _locate(base, text)
     if target is None:
@@ -80,16 +81,16 @@ def read(
         resolve_in_root(base, text)  # refuses escapes with the proper message
         raise ToolInputError(_not_found(base, text))
 
-    rel = _rel(target, base)
+    rel = rel_path(target, base)
     if target.is_dir():
-        entries = _listing(target, limit=60)
+        entries = list_folder(target, limit=60)
         shown = ", ".join(entries) if entries else "nothing"
         return f"'{rel}' is a folder, not a file. It contains: {shown}. Call read_file on one of its files."
     try:
         data = target.read_bytes()
     except OSError as e:
         raise ToolInputError(f"Cannot read '{rel}': {e.strerror or e}.") from None
-    if _is_binary(data) or target.suffix.lower() in BINARY_SUFFIXES:
+    if is_binary(data) or target.suffix.lower() in BINARY_SUFFIXES:
         raise ToolInputError(
             f"'{rel}' is a binary file ({len(data)} bytes); read_file shows text files only. "
             "Use search_files to find source or text files."
@@ -124,17 +125,6 @@ def read(
     return "\n".join(out)
 
 
-def _as_int(value: Any, name: str, default: int) -> int:
-    if value is None or value == "":
-        return default
-    if isinstance(value, bool):
-        raise ToolInputError(f"{name} must be a whole number, not {value!r}")
-    try:
-        return int(float(str(value).strip()))
-    except ValueError:
-        raise ToolInputError(f"{name} must be a whole number, e.g. {name}=1; got {value!r}") from None
-
-
 def _locate(base: Path, text: str) -> Path | None:
     """The existing path under root that `text` names, or None.
 
@@ -156,7 +146,7 @@ def _locate(base: Path, text: str) -> Path | None:
 
 def _not_found(base: Path, text: str) -> str:
     name = Path(text).name
-    all_files = [_rel(p, base) for p in _walk(base)]
+    all_files = [rel_path(p, base) for p in walk_files(base)]
     same_name = [f for f in all_files if Path(f).name == name][:5]
     close = difflib.get_close_matches(text, all_files, n=5, cutoff=0.6)
     by_name = {Path(f).name: f for f in all_files}
@@ -166,10 +156,10 @@ def _not_found(base: Path, text: str) -> str:
     if suggestions:
         msg += " Did you mean: " + ", ".join(suggestions) + "?"
     parent = (base / text).parent
-    folder = parent if parent != base and parent.is_dir() and _inside(parent.resolve(), base) else base
-    listing = _listing(folder, limit=15)
+    folder = parent if parent != base and parent.is_dir() and is_inside(parent.resolve(), base) else base
+    listing = list_folder(folder, limit=15)
     if listing:
-        where = "the root" if folder == base else f"'{_rel(folder.resolve(), base)}'"
+        where = "the root" if folder == base else f"'{rel_path(folder.resolve(), base)}'"
         msg += f" Files in {where}: " + ", ".join(listing) + "."
     return msg + " Use a path exactly as search_files prints it."
 
@@ -187,18 +177,10 @@ _START_ALIASES = ("start_line", "start", "line", "line_start", "from_line", "beg
 _END_ALIASES = ("end_line", "end", "line_end", "to_line", "stop", "until")
 
 
-def _pick(args: dict[str, Any], aliases: tuple[str, ...]) -> Any:
-    lowered = {k.lower(): v for k, v in args.items()}
-    for alias in aliases:
-        if alias in lowered and lowered[alias] not in (None, ""):
-            return lowered[alias]
-    return None
-
-
 class _RootTool(Tool):
     def __init__(self, root: str, **config: Any) -> None:
         super().__init__(root=root, **config)
-        self.root = str(_root(root))
+        self.root = str(resolve_root(root))
 
 
 @Registry.register_tool("search_files")
@@ -210,7 +192,7 @@ class SearchFiles(_RootTool):
     )
 
     def execute(self, query: str = "", **extra: Any) -> str:
-        value = query if query not in (None, "") else _pick(extra, _QUERY_ALIASES)
+        value = alias_arg(query, extra, _QUERY_ALIASES)
         if value in (None, ""):
             raise ToolInputError("search_files needs a query, e.g. search_files(query='snapshot')")
         return search(self.root, value)
@@ -228,13 +210,11 @@ class ReadFile(_RootTool):
     )
 
     def execute(self, path: str = "", start_line: int = 1, end_line: int = 0, **extra: Any) -> str:
-        value = path if path not in (None, "") else _pick(extra, _PATH_ALIASES)
+        value = alias_arg(path, extra, _PATH_ALIASES)
         if value in (None, ""):
             raise ToolInputError("read_file needs a path, e.g. read_file(path='README.md', start_line=1)")
-        if start_line in (None, "", 1) and _pick(extra, _START_ALIASES) is not None:
-            start_line = _pick(extra, _START_ALIASES)
-        if end_line in (None, "", 0) and _pick(extra, _END_ALIASES) is not None:
-            end_line = _pick(extra, _END_ALIASES)
+        start_line = alias_arg(start_line, extra, _START_ALIASES, unset=(None, "", 1))
+        end_line = alias_arg(end_line, extra, _END_ALIASES, unset=(None, "", 0))
         return read(self.root, value, start_line, end_line)
 
     @classmethod

@@ -41,18 +41,21 @@ BINARY_SUFFIXES = frozenset(
 # -- root confinement ---------------------------------------------------------------------
 
 
-def _root(root: str | os.PathLike[str]) -> Path:
+def resolve_root(root: str | os.PathLike[str]) -> Path:
+    """The tool root as a real path; `NotADirectoryError` if it is not a folder."""
     path = Path(root).expanduser().resolve()
     if not path.is_dir():
         raise NotADirectoryError(f"tool root {str(root)!r} is not a folder")
     return path
 
 
-def _inside(path: Path, root: Path) -> bool:
+def is_inside(path: Path, root: Path) -> bool:
+    """Whether `path` is `root` or below it (both already resolved)."""
     return path == root or path.is_relative_to(root)
 
 
-def _rel(path: Path, root: Path) -> str:
+def rel_path(path: Path, root: Path) -> str:
+    """`path` relative to `root`, with '/', as the tools print it ('.' for the root itself)."""
     return path.relative_to(root).as_posix() or "."
 
 
@@ -63,31 +66,32 @@ def resolve_in_root(root: str | os.PathLike[str], path: str, *, listed_by: str =
     are all refused, whether or not the target exists. `listed_by` names the tool whose
     output shows paths the right way, for the refusal message.
     """
-    base = _root(root)
-    text = _clean_path(path)
+    base = resolve_root(root)
+    text = clean_path(path)
     if not text:
         raise ToolInputError("read_file needs a path relative to the root folder, e.g. path='README.md'")
     candidate = base / text
     lexical = Path(os.path.normpath(candidate))
-    if not _inside(lexical, base):
+    if not is_inside(lexical, base):
         hint = ""
         if Path(text).is_absolute():
             stripped = text.lstrip("/\\")
-            if stripped and _inside(Path(os.path.normpath(base / stripped)), base) and (base / stripped).exists():
+            if stripped and is_inside(Path(os.path.normpath(base / stripped)), base) and (base / stripped).exists():
                 hint = f" Did you mean path='{stripped}'?"
         raise ToolInputError(
             f"Refused: '{text}' is outside the root folder; paths are relative to the root, "
             f"as {listed_by} prints them (e.g. '{_example_file(base)}').{hint}"
         )
     real = candidate.resolve()
-    if not _inside(real, base):
+    if not is_inside(real, base):
         raise ToolInputError(
             f"Refused: '{text}' is a link that points outside the root folder; only files under the root can be read."
         )
     return real
 
 
-def _clean_path(path: Any) -> str:
+def clean_path(path: Any) -> str:
+    """A path as a model wrote it, tidied: quotes, spaces and leading './' removed."""
     text = str(path if path is not None else "").strip().strip("'\"`").strip()
     text = text.replace("\\", "/") if "\\" in text and "/" not in text else text
     while text.startswith("./"):
@@ -96,18 +100,18 @@ def _clean_path(path: Any) -> str:
 
 
 def _example_file(root: Path) -> str:
-    entries = _listing(root)
+    entries = list_folder(root)
     for entry in entries:
         if not entry.endswith("/") and not entry.startswith("_"):
             return entry
     for entry in entries:  # a folder of folders (seed 003's repositories): one level down
-        inner = [e for e in _listing(root / entry) if not e.endswith("/")] if entry.endswith("/") else []
+        inner = [e for e in list_folder(root / entry) if not e.endswith("/")] if entry.endswith("/") else []
         if inner:
             return entry + inner[0]
     return "README.md"
 
 
-def _listing(folder: Path, limit: int = 40) -> list[str]:
+def list_folder(folder: Path, limit: int = 40) -> list[str]:
     """Names in `folder`, folders first with a trailing '/'; hidden, junk and links left out."""
     try:
         entries = sorted(folder.iterdir(), key=lambda p: (not p.is_dir(), p.name.lower()))
@@ -123,7 +127,7 @@ def _listing(folder: Path, limit: int = 40) -> list[str]:
     return out[:limit]
 
 
-def _walk(root: Path) -> Iterator[Path]:
+def walk_files(root: Path) -> Iterator[Path]:
     """Text-file candidates under root in a stable order; symlinks are not followed."""
     count = 0
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
@@ -142,5 +146,6 @@ def _walk(root: Path) -> Iterator[Path]:
             yield path
 
 
-def _is_binary(sample: bytes) -> bool:
+def is_binary(sample: bytes) -> bool:
+    """Whether the file whose first bytes these are is binary (a NUL in its first 8 KiB)."""
     return b"\0" in sample[:8192]

@@ -14,11 +14,11 @@ from actors.tools.paths import (
     HIT_CHARS,
     MAX_FILE_BYTES,
     ToolInputError,
-    _is_binary,
-    _listing,
-    _rel,
-    _root,
-    _walk,
+    is_binary,
+    list_folder,
+    rel_path,
+    resolve_root,
+    walk_files,
 )
 
 # -- query terms --------------------------------------------------------------------------
@@ -117,13 +117,15 @@ def _short_term(term: str) -> bool:
     return len(term) <= 3
 
 
-def _lower(text: str) -> str:
+def same_length_lower(text: str) -> str:
     """Lower case with the same length as `text`, so positions line up (unlike 'İ'.lower())."""
     low = text.lower()
     return low if len(low) == len(text) else "".join(c.lower()[:1] for c in text)
 
 
-def _count(term: str, text: str, lower: str) -> int:
+def count_term(term: str, text: str, lower: str) -> int:
+    """Occurrences of `term` in `text` (`lower` is `same_length_lower(text)`); a short term
+    counts only where a word or an identifier piece starts."""
     if not _short_term(term):
         return lower.count(term)
     n, i = 0, lower.find(term)
@@ -149,7 +151,7 @@ class _FileHit:
     in_text: list[Term]
 
 
-_DEFINITION = re.compile(r"^\s*(?:async\s+def|def|class)\s|^[A-Z][A-Z0-9_]+\s*[:=]")
+DEFINITION_LINE = re.compile(r"^\s*(?:async\s+def|def|class)\s|^[A-Z][A-Z0-9_]+\s*[:=]")
 _DEFINED_NAME = re.compile(
     r"^[ \t]*(?:async[ \t]+def|def|class)[ \t]+(\w+)|^([A-Z][A-Z0-9_]+)[ \t]*[:=]", re.MULTILINE
 )
@@ -169,7 +171,7 @@ def search(
     then by how often those terms occur. Each file shows its best lines (most terms, then
     definitions), in line order, as `path:LINE: text`.
     """
-    base = _root(root)
+    base = resolve_root(root)
     query = _query_text(query)
     terms = query_terms(query)
     if not terms:
@@ -178,7 +180,7 @@ def search(
         )
 
     hits: list[_FileHit] = []
-    for path in _walk(base):
+    for path in walk_files(base):
         hit = _score_file(path, base, terms)
         if hit is not None:
             hits.append(hit)
@@ -229,14 +231,14 @@ def _score_file(
         data = path.read_bytes()
     except OSError:
         return None
-    if _is_binary(data):
+    if is_binary(data):
         return None
     text = data.decode("utf-8", errors="replace")
-    lower = _lower(text)
-    rel = _rel(path, base)
+    lower = same_length_lower(text)
+    rel = rel_path(path, base)
     rel_lower = rel.lower()
 
-    counts = {t.text: _count(t.text, text, lower) for t in terms}
+    counts = {t.text: count_term(t.text, text, lower) for t in terms}
     matched = [t for t in terms if counts[t.text] or t.text in rel_lower]
     if not matched:
         return None
@@ -265,10 +267,10 @@ def _best_lines(hit: _FileHit, max_lines: int) -> list[tuple[int, str]]:
         return []
     ranked: list[tuple[float, int, int, str]] = []
     for number, line in enumerate(text.splitlines(), 1):
-        line_lower = _lower(line)
-        line_score = sum(t.weight for t in hit.in_text if _count(t.text, line, line_lower))
+        line_lower = same_length_lower(line)
+        line_score = sum(t.weight for t in hit.in_text if count_term(t.text, line, line_lower))
         if line_score:
-            ranked.append((line_score, 1 if _DEFINITION.match(line) else 0, number, line))
+            ranked.append((line_score, 1 if DEFINITION_LINE.match(line) else 0, number, line))
     ranked.sort(key=lambda r: (-r[0], -r[1], r[2]))
     return sorted((number, _trim(line, HIT_CHARS)) for _, _, number, line in ranked[:max_lines])
 
@@ -279,7 +281,7 @@ def _trim(line: str, limit: int) -> str:
 
 
 def _no_match(base: Path, query: str, words: list[str]) -> str:
-    listing = _listing(base, limit=20)
+    listing = list_folder(base, limit=20)
     shortest = min(words, key=len)
     ident = "".join(w[:1].upper() + w[1:] for w in words[:2]) if len(words) > 1 else words[0]
     parts = [

@@ -96,10 +96,10 @@ def blob_bytes(path: str, sql: str) -> tuple[int, int]:
 
 def run_chorus(steps: int, workdir: Path, snapshot_every: int = 100) -> dict[str, Any]:
     from actors.agent.react import ReactAgent, StartAgent
-    from actors.runtime.agent_actor import agent_stream
-    from actors.runtime.effects import LiveEffects, drive, local_invoker
+    from actors.agent.actor import agent_stream
+    from actors.runtime.perform import LiveEffects, drive, local_invoker
     from actors.runtime.llm.gateway import LlmGateway
-    from actors.runtime.llm.providers import ScriptedProvider
+    from actors.runtime.llm.testing import ScriptedProvider
     from actors.runtime.run import (
         Complete,
         Fail,

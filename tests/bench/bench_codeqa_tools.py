@@ -111,7 +111,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from actors.runtime.embeddings import MiniLMEmbedder
-    from actors.runtime.llm.providers import ScriptedProvider
+    from actors.runtime.llm.testing import ScriptedProvider
 
     repos = corpus()
     root = str(repos)

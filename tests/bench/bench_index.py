@@ -27,7 +27,7 @@ def main() -> None:
     import eventsourcing
 
     from actors.index.chunking import chunk_text
-    from actors.index.indexer import _embed_text, index_repository
+    from actors.index.indexer import index_repository, text_to_embed
     from actors.index.repository import scan
     from actors.index.vectors import open_index
     from actors.runtime.registry import Registry
@@ -48,7 +48,7 @@ def main() -> None:
                 started = time.perf_counter()
                 if what == "embed":
                     for i in range(0, len(chunks), 64):
-                        embedder.embed([_embed_text(c) for c in chunks[i : i + 64]])
+                        embedder.embed([text_to_embed(c) for c in chunks[i : i + 64]])
                 else:
                     with open_index(settings) as index:
                         report = index_repository(str(repo), index=index, embed=embedder.embed, dim=embedder.dim, data_dir=settings.data_dir)
@@ -68,7 +68,7 @@ def main() -> None:
     print(f"| repository | files | chunks | index time | files/s | chunks/s | speed vs embedding alone | unchanged re-index |")
     print("|---|---|---|---|---|---|---|---|")
     print(
-        f"| eventsourcing {version("eventsourcing")} | {report.files} | {report.chunks} | {index_s:.1f}s | "
+        f"| eventsourcing {version('eventsourcing')} | {report.files} | {report.chunks} | {index_s:.1f}s | "
         f"{report.files / index_s:.2f} | {report.chunks / index_s:.1f} | {ratio:.2f} | {reindex_s:.2f}s |"
     )
 

@@ -14,9 +14,10 @@ Per round, turn about (order alternating): the raw read; `ProjectionRunner.rebui
 the audit trail (drop, recreate, catch up from 0: stored records, bulk load); the same
 rebuild with typed events and no bulk load (the runner's path before stored records:
 `EventStore.read_all`, pydantic per event, indexes kept, batches of 500); a rebuild of a trivial stored-record view (events per type: what the runner
-itself costs); and, unless `--no-snapshots`, a rebuild of the snapshots view (typed
-events for the actor streams, `evolve`, state JSON, files written into a temporary
-folder).
+itself costs); and, unless `--no-snapshots`, a rebuild of the snapshots view (stream
+heads from each batch's envelopes, then an index of the shells' snapshots with their
+files; this log is appended raw, with no shell snapshots, so it measures the heads and
+the empty snapshot look-ups, not file writing).
 
 The log: ReAct-shaped runs of a realistic mix (per run: RunSubmitted, RunStarted and
 RunCompleted on `run:ID`; AgentStarted, then per step LlmRequested, LlmCompleted,
@@ -226,7 +227,7 @@ def bench(backends: list[str], args: argparse.Namespace, tmpdir: str) -> str:
                 for name, label in (
                     ("audit", "audit trail (stored records, bulk load)"),
                     ("typed", "audit trail (typed events, indexes kept, batches of 500)"),
-                    ("snapshots", "snapshots (typed events of actor streams, files)"),
+                    ("snapshots", "snapshots (stream heads; no shell snapshots in this log)"),
                     ("counts", "events per type (stored records; the runner's own cost)"),
                 ):
                     if name not in secs:

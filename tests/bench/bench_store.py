@@ -51,7 +51,8 @@ from actors.runtime.shell import ActorShell
 from events.base import Event, State
 from events.codec import encode_event
 from events.registry import event_type
-from events.store import EventStore, _env_for
+from events.backends import env_for
+from events.store import EventStore
 
 POSTGRES_URL = os.environ.get(
     "CHORUS_TEST_POSTGRES_URL", "postgresql://postgres@127.0.0.1:5432/test"
@@ -162,7 +163,7 @@ def fresh_url(backend: str, tmpdir: str, label: str) -> Iterator[str]:
 def library_env(url: str) -> dict[str, str]:
     """The same PERSISTENCE_MODULE, database and pool settings our store uses, with the
     library's stock id type (UUID) since its aggregates have UUID ids."""
-    env = dict(_env_for(url))
+    env = dict(env_for(url))
     env.pop("ORIGINATOR_ID_TYPE")
     return env
 

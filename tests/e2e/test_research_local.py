@@ -8,7 +8,7 @@ import pytest
 
 from actors import Client
 from actors.runtime.settings import Settings
-from projections.replay import replay_run
+from actors.runtime.replay import replay_run
 from projections.research_history import ResearchHistory
 from tests.support import fake_research
 from tests.support.ray_env import worker_path

@@ -10,7 +10,7 @@ from actors import Client
 from actors.runtime.settings import Settings
 from actors.tasks.client import result_of, submit_task
 from events.store import EventStore
-from projections.replay import replay_run
+from actors.runtime.replay import replay_run
 from tests.support import fake_llm
 from tests.support.ray_env import worker_path
 

@@ -9,7 +9,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from events import ErrorInfo, EventStore
+from events import ErrorInfo
+from events.store import EventStore
 from events.effects import LlmCompleted, LlmFailed, LlmRequested, ToolCalled, ToolReturned
 from events.runs import RunCompleted, RunFailed, RunSubmitted
 from tests.support.cli import chorus

@@ -11,9 +11,9 @@ import pytest
 from actors import Client
 from actors.codeqa.cli import follow_question
 from actors.codeqa.orchestrator import TOOLS
-from actors.runtime.llm.providers import ScriptedProvider
+from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.settings import Settings
-from projections.replay import replay_run
+from actors.runtime.replay import replay_run
 from tests.support import codeqa_llm, fake_llm
 
 pytestmark = pytest.mark.ray

@@ -10,7 +10,7 @@ import threading
 
 import pytest
 
-from events import EventStore
+from events.store import EventStore
 from events.agent import StepDecided
 from events.effects import LlmCompleted, LlmRequested
 from events.runs import RunSubmitted

@@ -1,5 +1,5 @@
 """`chorus projections status | rebuild [NAME]`, through the argparse wiring that
-`projections.cli.add_parsers` gives the `chorus` command, on SQLite and PostgreSQL.
+`actors.cli.views.add_parsers` gives the `chorus` command, on SQLite and PostgreSQL.
 
 `chorus` turns ValueError / StoreUnavailable into `chorus: error: <one line>` and exit 2;
 `run` below does the same, as the `chorus` main function does.
@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from events import EventStore, StoreUnavailable
+from events.store import EventStore, StoreUnavailable
 from events.runs import RunStarted, RunSubmitted
 from projections import AuditProjection
-from projections.cli import add_parsers
+from actors.cli.views import add_parsers
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -97,7 +97,7 @@ def test_projections_without_an_action_prints_help(capsys):
 
 def test_it_runs_in_a_fresh_process(filled):
     script = (
-        "import argparse; from projections.cli import add_parsers; "
+        "import argparse; from actors.cli.views import add_parsers; "
         "p = argparse.ArgumentParser(prog='chorus'); add_parsers(p.add_subparsers()); "
         "a = p.parse_args(['projections', 'rebuild']); raise SystemExit(a.func(a))"
     )

@@ -12,7 +12,7 @@ from __future__ import annotations
 import pytest
 from eventsourcing.tests import persistence as library
 
-from events import EventStore
+from events.store import EventStore
 from projections.views import PostgresViewRecorder, SQLiteViewRecorder, ViewStore
 
 

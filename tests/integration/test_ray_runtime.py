@@ -8,8 +8,8 @@ import pytest
 
 from actors import Client
 from actors.agent.react import ReactAgent
-from actors.runtime.agent_actor import agent_stream
-from actors.runtime.llm.providers import ScriptedProvider
+from actors.agent.actor import agent_stream
+from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell, rebuild
 from events.runs import Budget
@@ -114,7 +114,7 @@ def test_a_third_party_tool_needs_only_the_decorator(client, tmp_path):
 
 
 def test_fork_continues_from_a_position_and_leaves_the_original_alone(client, tmp_path):
-    from projections.debug import diff_runs
+    from actors.runtime.replay import diff_runs
 
     fake_llm.make_repo(tmp_path)
     with client(fake_llm.search_read_answer) as c:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from projections.fixtures import load_fixture
-from projections.replay import replay_run
+from actors.runtime.replay import load_fixture
+from actors.runtime.replay import replay_run
 
 FIXTURES = sorted((Path(__file__).parents[1] / "fixtures" / "runs").glob("*.jsonl"))
 
@@ -33,7 +33,7 @@ def test_recorded_run_replays_identically(path):
 
 def test_cli_replays_a_fixture_and_reports_counts(tmp_path):
     out = subprocess.run(
-        [sys.executable, "-m", "actors.runtime.cli", "replay", "--fixture", str(FIXTURES[0])],
+        [sys.executable, "-m", "actors.cli", "replay", "--fixture", str(FIXTURES[0])],
         capture_output=True, text=True, timeout=120,
         env={**os.environ, "CHORUS_DATA_DIR": str(tmp_path), "CHORUS_STORE_URL": f"sqlite:///{tmp_path / 'x.db'}"},
     )  # fmt: skip

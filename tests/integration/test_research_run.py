@@ -9,9 +9,9 @@ import shutil
 import pytest
 
 from actors import Client
-from actors.runtime.llm.providers import ScriptedProvider
+from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.settings import Settings
-from projections.replay import replay_run
+from actors.runtime.replay import replay_run
 from projections.research_history import ResearchHistory
 from tests.support import fake_research
 

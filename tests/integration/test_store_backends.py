@@ -14,7 +14,8 @@ from datetime import datetime, timezone
 import pytest
 from pydantic import BaseModel, ConfigDict
 
-from events import ConcurrencyError, Event, EventStore, Recorded, event_type
+from events import Event, event_type
+from events.store import ConcurrencyError, EventStore, Recorded
 
 
 @event_type("test.store.Noted")
@@ -246,6 +247,19 @@ def test_snapshots_latest_and_at_or_below_a_version(store):
     assert store.load_snapshot("s", max_version=4) is None
     assert store.load_snapshot("other").version == 3
     assert store.load_snapshot("nobody") is None
+
+
+def test_every_snapshot_is_kept_and_listed_by_version_range(store):
+    for v in (3, 5, 10):
+        store.save_snapshot("s", v, Counter(count=v))
+    store.save_snapshot("other", 4, Counter(count=4))
+    assert [(s.stream_id, s.version, s.kind, s.data["count"]) for s in store.list_snapshots("s")] == [
+        ("s", 3, "Counter", 3), ("s", 5, "Counter", 5), ("s", 10, "Counter", 10),
+    ]
+    assert [s.version for s in store.list_snapshots("s", 3, 10)] == [5, 10]  # (after, up to]
+    assert [s.version for s in store.list_snapshots("s", 0, 9)] == [3, 5]
+    assert [s.version for s in store.list_snapshots("s", 10)] == []
+    assert store.list_snapshots("nobody") == []
 
 
 def test_snapshot_saved_twice_at_one_version_keeps_the_first(store):

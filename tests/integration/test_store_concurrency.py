@@ -17,7 +17,8 @@ from collections import Counter, defaultdict
 
 import pytest
 
-from events import ConcurrencyError, Event, EventStore, event_type
+from events import Event, event_type
+from events.store import ConcurrencyError, EventStore
 
 STREAM = "contested"
 

@@ -21,7 +21,7 @@ import uuid
 import pytest
 from eventsourcing.tests import persistence as library
 
-from events import EventStore
+from events.store import EventStore
 
 
 class OurConfiguration:

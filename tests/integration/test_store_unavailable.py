@@ -16,7 +16,8 @@ from urllib.parse import urlparse
 import pytest
 from eventsourcing.persistence import InterfaceError, OperationalError
 
-from events import EventStore, StoreUnavailable, event_type
+from events import event_type
+from events.store import EventStore, StoreUnavailable
 from events.base import Event
 
 

@@ -13,15 +13,15 @@ from pathlib import Path
 import pytest
 
 from actors import Client
-from actors.runtime.llm.providers import ScriptedProvider
+from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.settings import Settings
 from actors.tasks.cli import repl
 from actors.tasks.client import run_task, submit_task
 from actors.tasks.workflow import task_stream
 from events.store import EventStore
-from projections.debug import diff_runs
-from projections.fixtures import load_fixture
-from projections.replay import replay_run
+from actors.runtime.replay import diff_runs
+from actors.runtime.replay import load_fixture
+from actors.runtime.replay import replay_run
 from tests.support import recording
 from tests.support.cli import chorus
 from tests.support.task_scripts import EXAMPLE, verdict

@@ -9,6 +9,6 @@ import sys
 
 def chorus(*args: str, env: dict[str, str], timeout: float = 180) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "actors.runtime.cli", *args],
+        [sys.executable, "-m", "actors.cli", *args],
         capture_output=True, text=True, env={**os.environ, **env}, timeout=timeout,
     )  # fmt: skip

@@ -19,15 +19,15 @@ from actors.codeqa.tools import (
     SearchKeyword,
     SemanticFileSearch,
 )
-from actors.runtime.effects import LiveEffects, drive, local_invoker
+from actors.runtime.perform import LiveEffects, drive, local_invoker
 from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.llm.providers import ScriptedProvider
+from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.registry import Registry
 from actors.runtime.shell import ActorShell
 from actors.runtime.tool_context import ToolContext
 from events.agent import ToolSpec
 from events.store import EventStore
-from projections.replay import replay_stream
+from actors.agent.kind import replay_agent_stream
 from tests.support import codeqa_llm
 
 CLASSES = (ListAvailableRepositories, GetRepoDocumentation, SearchKeyword, ReadCode, SemanticFileSearch)
@@ -147,14 +147,14 @@ def test_sources_merge_overlapping_reads_and_ignore_failed_calls() -> None:
 
 def test_a_recorded_orchestrator_run_replays_identically(tmp_path: Path) -> None:
     _, events, _ = run_orchestrator(tmp_path, codeqa_llm.orchestrator)
-    replayed, divergence = replay_stream(orch.Orchestrator(), "agent:q", events, "q")
+    replayed, divergence = replay_agent_stream(orch.Orchestrator(), "agent:q", events, "q")
     assert divergence is None and len(replayed) == len(events)
 
 
 def test_a_changed_prompt_makes_the_replay_diverge(tmp_path: Path, monkeypatch) -> None:
     _, events, _ = run_orchestrator(tmp_path, codeqa_llm.orchestrator)
     monkeypatch.setattr(orch, "system_prompt", lambda tools: "another prompt")
-    _, divergence = replay_stream(orch.Orchestrator(), "agent:q", events, "q")
+    _, divergence = replay_agent_stream(orch.Orchestrator(), "agent:q", events, "q")
     assert divergence is not None and "replay diverged at LLM call 1" in divergence.reason
     assert json.loads(events[2].content)["action"] == "list_available_repositories"
 

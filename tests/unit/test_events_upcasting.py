@@ -8,7 +8,8 @@ from datetime import datetime, timezone
 import pytest
 from eventsourcing.persistence import StoredEvent
 
-from events import Event, EventStore, event_type, upcaster
+from events import Event, event_type, upcaster
+from events.store import EventStore
 from events import registry as registry_module
 from events.codec import decode_event, encode_event, envelope_of, packb
 from events.registry import MissingUpcaster, UnknownEventType

@@ -24,10 +24,10 @@ from actors.runtime.llm.providers import (
     LlmProvider,
     OpenAIProvider,
     ReplayProvider,
-    ScriptedProvider,
     parse_json_object,
     provider_from_settings,
 )
+from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult, ReplayDivergence
 from actors.runtime.registry import Registry
 from actors.runtime.settings import Settings

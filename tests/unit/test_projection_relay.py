@@ -12,7 +12,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from events import Event, EventStore, Recorded
+from events import Event
+from events.store import EventStore, Recorded
 from events.relay import (
     BatonPacket,
     BatonPassed,

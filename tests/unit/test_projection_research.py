@@ -12,7 +12,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events import ErrorInfo, Event, EventStore, Recorded
+from events import ErrorInfo, Event
+from events.store import EventStore, Recorded
 from events.agent import AgentStarted, AnswerGiven, StepDecided, StepRejected
 from events.effects import LlmCompleted, LlmRequested, ToolCalled, ToolReturned
 from events.research import (

@@ -8,7 +8,8 @@ from collections.abc import Sequence
 
 import pytest
 
-from events import Event, EventStore, Recorded, event_type
+from events import Event, event_type
+from events.store import EventStore, Recorded
 from projections import (
     AuditProjection,
     Projection,

@@ -10,9 +10,9 @@ import actors.agent.react as react
 from actors.runtime.run import UnknownRun
 from events.runs import Budget
 from events.store import EventStore
-from projections.debug import UnknownStream, diff_runs, state_at, timeline
-from projections.fixtures import FixtureError, export_run, load_fixture
-from projections.replay import replay_run
+from actors.runtime.replay import UnknownStream, diff_runs, state_at, timeline
+from actors.runtime.replay import FixtureError, export_run, load_fixture
+from actors.runtime.replay import replay_run
 from tests.support import fake_llm
 from tests.support.recording import record_run
 

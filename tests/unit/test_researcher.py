@@ -7,9 +7,10 @@ import json
 from actors.agent.prompt import HistoryItem
 from actors.research import prompts
 from actors.research.researcher import Researcher, ResearchState, StartResearch
-from actors.runtime.effects import CallLlm, CallTool, LiveEffects, drive, local_invoker
+from actors.runtime.effects import CallLlm, CallTool
+from actors.runtime.perform import LiveEffects, drive, local_invoker
 from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.llm.providers import ScriptedProvider
+from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.shell import ActorShell, rebuild
 from events.agent import ToolSpec
 from events.store import EventStore

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.runtime.llm.providers import ScriptedProvider
+from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.llm.types import LlmRequest
 from actors.runtime.run import RunLifecycle, run_stream
 from actors.runtime.shell import rebuild
@@ -15,8 +15,8 @@ from actors.tasks.runner import prepare, serve, submit
 from actors.tasks.workflow import ForkWorkflow, StartWorkflow, WorkflowBehaviour, task_stream
 from events.store import EventStore
 from events.tasks import StepEvaluated, WorkflowForked, WorkflowStarted
-from projections.debug import diff_runs
-from projections.replay import replay_run
+from actors.runtime.replay import diff_runs
+from actors.runtime.replay import replay_run
 from tests.support.recording import record_run
 from tests.support.task_scripts import EXAMPLE, director_evaluator_script, verdict
 

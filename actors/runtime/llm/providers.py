@@ -2,8 +2,9 @@
 
 - `OpenAIProvider`: any OpenAI-compatible endpoint (OpenAI, Azure, vLLM, LM Studio, Ollama,
   llama.cpp), with our own retries so every attempt is ours to count and bound.
-- `ScriptedProvider`: canned replies for fast tests; picklable, so it can ride into Ray actors.
 - `ReplayProvider`: serves a recorded run's completions in order and never calls out.
+
+The test double (`ScriptedProvider`, canned replies) is in `actors.runtime.llm.testing`.
 
 Every adapter passes the shared test case in `tests/unit/test_llm_gateway.py`.
 """
@@ -14,12 +15,14 @@ import inspect
 import logging
 import random
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
+from actors.runtime.lazy_client import LazyClient
 from actors.runtime.llm.json_text import parse_json_object  # noqa: F401  (also re-exported)
 from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult, ReplayDivergence
 from actors.runtime.registry import Registry
+from events.effects import LlmCompleted, LlmFailed, LlmRequested
 
 STRUCTURED_MODES = ("auto", "json_schema", "json_object")
 log = logging.getLogger("chorus.llm")
@@ -30,15 +33,11 @@ class LlmProvider(Protocol):
     def complete(self, request: LlmRequest) -> LlmResult: ...
 
 
-def _estimate_tokens(text: str) -> int:
-    return len(text.split())
-
-
 # -- OpenAI-compatible endpoints ------------------------------------------------------------
 
 
 @Registry.register_llm("openai")
-class OpenAIProvider:
+class OpenAIProvider(LazyClient):
     """An OpenAI-compatible chat endpoint through the `openai` client.
 
     The client's own retries are off (max_retries=0): this class retries 429, 5xx, connection
@@ -75,13 +74,7 @@ class OpenAIProvider:
         self.backoff_max_s = backoff_max_s
         self._mode = "json_schema" if structured == "auto" else structured
         self._schema_worked = False
-        self._client: Any = None
-
-    # The openai client holds sockets and locks: rebuild it after pickling (Ray).
-    def __getstate__(self) -> dict[str, Any]:
-        state = dict(self.__dict__)
-        state["_client"] = None
-        return state
+        self._client: Any = None  # holds sockets and locks: rebuilt after pickling (Ray)
 
     @property
     def mode(self) -> str:
@@ -90,19 +83,13 @@ class OpenAIProvider:
 
     @property
     def client(self) -> Any:
-        if self._client is None:
-            import openai
+        return self.live_client()
 
-            self._client = openai.OpenAI(
-                base_url=self.base_url,
-                api_key=self.api_key or "not-needed",
-                timeout=self.timeout_s,
-                max_retries=0,
-            )
-        return self._client
+    def connect(self) -> Any:
+        return openai_client(self.base_url, self.api_key, self.timeout_s, max_retries=0)
 
     def complete(self, request: LlmRequest) -> LlmResult:
-        import openai
+        import openai  # lazily: scripted and replayed runs never load the client
 
         started = time.monotonic()
         attempt = 0
@@ -119,7 +106,7 @@ class OpenAIProvider:
                     )
                     self._mode = "json_object"
                     continue  # not a retry: a different request shape
-                retryable, error = _classify(e, self.base_url)
+                retryable, error = classify_openai_error(e, self.base_url)
                 if not retryable or attempt >= self.max_retries:
                     if attempt:
                         details = dict(error.error.details or {})
@@ -153,7 +140,7 @@ class OpenAIProvider:
         return kwargs
 
     def _should_fall_back(self, request: LlmRequest, e: Exception) -> bool:
-        import openai
+        import openai  # lazily: scripted and replayed runs never load the client
 
         return (
             self.structured == "auto"
@@ -189,7 +176,7 @@ class OpenAIProvider:
 
 def _create_params() -> frozenset[str]:
     try:
-        from openai.resources.chat.completions import Completions
+        from openai.resources.chat.completions import Completions  # lazily, as openai
 
         names = set(inspect.signature(Completions.create).parameters)
     except Exception:  # pragma: no cover - an openai without that layout
@@ -217,9 +204,21 @@ def _retry_after(e: Exception) -> float | None:
         return None
 
 
-def _classify(e: Exception, base_url: str) -> tuple[bool, LlmError]:
-    """(retryable, the LlmError to raise if we give up)."""
-    import openai
+def openai_client(base_url: str, api_key: str, timeout_s: float, max_retries: int) -> Any:
+    """An `openai.OpenAI` client for an OpenAI-compatible endpoint (chat or embeddings)."""
+    import openai  # lazily: scripted and replayed runs never load the client
+
+    return openai.OpenAI(
+        base_url=base_url,
+        api_key=api_key or "not-needed",
+        timeout=timeout_s,
+        max_retries=max_retries,
+    )
+
+
+def classify_openai_error(e: Exception, base_url: str) -> tuple[bool, LlmError]:
+    """(retryable, the LlmError to raise if we give up) for an `openai.APIError`."""
+    import openai  # lazily: scripted and replayed runs never load the client
 
     if isinstance(e, openai.APITimeoutError):
         return True, LlmError("timeout", f"no answer from {base_url} in time", {"base_url": base_url})
@@ -238,50 +237,6 @@ def _classify(e: Exception, base_url: str) -> tuple[bool, LlmError]:
     return False, LlmError("server_error", f"unusable answer from {base_url}: {_describe(e)}", {"base_url": base_url})
 
 
-# -- scripted (tests) -----------------------------------------------------------------------
-
-
-@Registry.register_llm("scripted")
-class ScriptedProvider:
-    """Canned replies: a list served in order (the last one repeats), or a function of the
-    request. Picklable as long as the function is (a module-level function is)."""
-
-    def __init__(
-        self,
-        responses: Sequence[str] | Callable[[LlmRequest], str],
-        model: str = "scripted",
-    ) -> None:
-        if callable(responses):
-            self._fn: Callable[[LlmRequest], str] | None = responses
-            self._responses: list[str] = []
-        else:
-            if not responses:
-                raise ValueError("ScriptedProvider needs at least one response")
-            self._fn = None
-            self._responses = list(responses)
-        self.model = model
-        self.calls = 0
-        self.requests: list[LlmRequest] = []
-
-    def complete(self, request: LlmRequest) -> LlmResult:
-        started = time.monotonic()
-        if self._fn is not None:
-            content = self._fn(request)
-        else:
-            content = self._responses[min(self.calls, len(self._responses) - 1)]
-        self.calls += 1
-        self.requests.append(request)
-        prompt = " ".join(str(m.get("content", "")) for m in request.messages)
-        return LlmResult(
-            content=content,
-            parsed=parse_json_object(content),
-            prompt_tokens=_estimate_tokens(prompt),
-            completion_tokens=_estimate_tokens(content),
-            latency_s=round(time.monotonic() - started, 6),
-            model=request.model or self.model,
-        )
-
-
 # -- replay ---------------------------------------------------------------------------------
 
 
@@ -291,8 +246,6 @@ class ReplayProvider:
     A recorded `LlmFailed` is raised again as the same `LlmError`."""
 
     def __init__(self, pairs: Iterable[tuple[Any, Any]]) -> None:
-        from events.effects import LlmCompleted, LlmFailed, LlmRequested
-
         self._pairs = list(pairs)
         for i, (req, res) in enumerate(self._pairs, 1):
             if not isinstance(req, LlmRequested) or not isinstance(res, (LlmCompleted, LlmFailed)):
@@ -308,8 +261,6 @@ class ReplayProvider:
     def from_events(cls, events: Iterable[Any]) -> ReplayProvider:
         """Pair each `LlmRequested` with the `LlmCompleted`/`LlmFailed` of the same call,
         ignoring every other event; a request with no recorded outcome ends the recording."""
-        from events.effects import LlmCompleted, LlmFailed, LlmRequested
-
         pairs: list[tuple[Any, Any]] = []
         pending: Any = None
         for event in events:
@@ -328,8 +279,6 @@ class ReplayProvider:
         return len(self._pairs) - self.position
 
     def complete(self, request: LlmRequest) -> LlmResult:
-        from events.effects import LlmFailed
-
         actual_hash = request.hash()
         if self.position >= len(self._pairs):
             last_index = self._pairs[-1][0].call_index if self._pairs else 0

@@ -140,7 +140,7 @@ class SexpEvaluator:
                 return special(self, expr, env, depth)
             if not env.defines(head.name):
                 if self.world.has_task(head.name) or self.world.has_tool(head.name):
-                    return self._invoke(head.name, expr, expr[1:], env, depth)
+                    return self.invoke(head.name, expr, expr[1:], env, depth)
         fn = self.value(head, env, depth)
         args = [self.value(a, env, depth) for a in expr[1:]]
         return self.apply(fn, args, expr, depth)
@@ -156,7 +156,7 @@ class SexpEvaluator:
                     at,
                 )
             env = fn.env.extend(dict(zip(fn.params, args, strict=True)))
-            result = self._body(fn.body, env, depth, tail=False)
+            result = self.body(fn.body, env, depth, tail=False)
             return result
         raise SexpError("not_callable", f"{kind(fn)} {show(fn)} cannot be called", at)
 
@@ -177,7 +177,7 @@ class SexpEvaluator:
         except PrimitiveError as e:
             raise SexpError("type_error", f"{fn.name}: {e}", at) from None
 
-    def _body(self, body: list[Any], env: SexpEnvironment, depth: int, tail: bool) -> Any:
+    def body(self, body: list[Any], env: SexpEnvironment, depth: int, tail: bool) -> Any:
         result: Any = None
         for i, expr in enumerate(body):
             last = i == len(body) - 1
@@ -196,7 +196,7 @@ class SexpEvaluator:
 
     # -- tasks and tools --------------------------------------------------------------------
 
-    def _invoke(self, name: str, at: Any, arg_forms: list[Any], env: SexpEnvironment, depth: int) -> Any:
+    def invoke(self, name: str, at: Any, arg_forms: list[Any], env: SexpEnvironment, depth: int) -> Any:
         args = [self.value(a, env, depth) for a in arg_forms]
         positional, keywords = split_keywords(args, at, name)
         if positional:

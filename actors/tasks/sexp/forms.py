@@ -7,16 +7,29 @@ lets a `recur` value through to the enclosing `loop`; everything else with `ev.v
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from actors.tasks.sexp.environment import Lambda, Recur, SexpEnvironment
 from actors.tasks.sexp.errors import SexpError
 from actors.tasks.sexp.parser import Form, Symbol, position
 from actors.tasks.sexp.primitives import kind, show, truthy
 
-if TYPE_CHECKING:
-    from actors.tasks.sexp.evaluator import SexpEvaluator
 
+
+class SexpEvaluator(Protocol):
+    """What a special form needs of the evaluator (`evaluator.SexpEvaluator` is the one)."""
+
+    world: Any
+
+    def value(self, expr: Any, env: SexpEnvironment, depth: int) -> Any: ...
+
+    def eval(self, expr: Any, env: SexpEnvironment, depth: int) -> Any: ...
+
+    def apply(self, fn: Any, args: list[Any], at: Any, depth: int) -> Any: ...
+
+    def body(self, body: list[Any], env: SexpEnvironment, depth: int, tail: bool) -> Any: ...
+
+    def invoke(self, name: str, at: Any, arg_forms: list[Any], env: SexpEnvironment, depth: int) -> Any: ...
 
 
 def _expect(form: Form, low: int, high: int | None, shape: str) -> None:
@@ -64,7 +77,7 @@ def _cond(ev: SexpEvaluator, form: Form, env: SexpEnvironment, depth: int) -> An
             raise SexpError("syntax", "cond: each clause is (test expr ...)", form)
         test = clause[0]
         if (isinstance(test, Symbol) and test.name == "else") or truthy(ev.value(test, env, depth)):
-            return ev._body(clause[1:], env, depth, tail=True) if len(clause) > 1 else True
+            return ev.body(clause[1:], env, depth, tail=True) if len(clause) > 1 else True
     return None
 
 
@@ -73,7 +86,7 @@ def _let(ev: SexpEvaluator, form: Form, env: SexpEnvironment, depth: int) -> Any
     scope = env.extend()
     for name, expr in _bindings(form[1], form):
         scope.define(name, ev.value(expr, scope, depth))  # sequential: later see earlier
-    return ev._body(form[2:], scope, depth, tail=True)
+    return ev.body(form[2:], scope, depth, tail=True)
 
 
 def _bind(ev: SexpEvaluator, form: Form, env: SexpEnvironment, depth: int) -> Any:
@@ -84,7 +97,7 @@ def _bind(ev: SexpEvaluator, form: Form, env: SexpEnvironment, depth: int) -> An
 
 
 def _do(ev: SexpEvaluator, form: Form, env: SexpEnvironment, depth: int) -> Any:
-    return ev._body(form[1:], env, depth, tail=True)
+    return ev.body(form[1:], env, depth, tail=True)
 
 
 def _and(ev: SexpEvaluator, form: Form, env: SexpEnvironment, depth: int) -> Any:
@@ -125,7 +138,7 @@ def _loop(ev: SexpEvaluator, form: Form, env: SexpEnvironment, depth: int) -> An
     for name, expr in bindings:
         scope.define(name, ev.value(expr, scope, depth))
     while True:
-        result = ev._body(form[2:], scope, depth, tail=True)
+        result = ev.body(form[2:], scope, depth, tail=True)
         if not isinstance(result, Recur):
             return result
         if len(result.values) != len(bindings):
@@ -159,7 +172,7 @@ def _call(ev: SexpEvaluator, form: Form, env: SexpEnvironment, depth: int) -> An
         raise SexpError("syntax", f"call: the task name must be a symbol or string, not {show(name)}", form)
     if not (ev.world.has_task(name) or ev.world.has_tool(name)):
         raise SexpError("unknown_task", f"call: no atomic task or direct tool named '{name}'", form)
-    return ev._invoke(name, form, form[2:], env, depth)
+    return ev.invoke(name, form, form[2:], env, depth)
 
 
 def _defined(ev: SexpEvaluator, form: Form, env: SexpEnvironment, depth: int) -> bool:

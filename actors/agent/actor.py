@@ -1,4 +1,4 @@
-"""The Ray shell that serves a run's lead agent. Thin on purpose: it opens the store,
+"""The Ray shell that serves a run's lead agent (any registered agent behaviour). Thin on purpose: it opens the store,
 rehydrates, drives the behaviour with live effects, and closes the run.
 
 Ray restarts it after a crash (`max_restarts`) and re-sends the interrupted `run` call
@@ -10,9 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.runtime.effects import LiveEffects, drive, ray_invoker
 from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.llm.providers import provider_from_settings
+from actors.runtime.perform import LiveEffects, drive, ray_invoker
 from actors.runtime.registry import Registry
 from actors.runtime.run import Complete, Fail, RunLifecycle, Start, run_stream
 from actors.runtime.settings import Settings
@@ -59,6 +59,7 @@ class AgentActor:
         except Exception as e:
             error = ErrorInfo(type="runtime_error", reason=type(e).__name__, message=str(e)[:500])
             self.run.handle(Fail(key="finish", error=error), causation_id=self.shell.last_event_id)
+            self._snapshot()
             raise
         if state.status == "completed":
             self.run.handle(
@@ -67,6 +68,7 @@ class AgentActor:
             )
         else:
             self.run.handle(Fail(key="finish", error=state.error), causation_id=self.shell.last_event_id)
+        self._snapshot()
         return {
             "run_id": self.run_id,
             "status": state.status,
@@ -76,6 +78,11 @@ class AgentActor:
             "tokens": state.tokens,
             "replayed_on_load": self.shell.replayed_on_load,
         }
+
+    def _snapshot(self) -> None:
+        """Snapshot both actors as they finish, so their final states are indexed views."""
+        self.shell.snapshot()
+        self.run.snapshot()
 
     def state(self) -> dict[str, Any]:
         return {"version": self.shell.version, "state": self.shell.state.model_dump(mode="json")}

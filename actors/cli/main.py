@@ -1,8 +1,11 @@
-"""The `chorus` command.
+"""The `chorus` command: the front door. It holds the verbs every run has and asks the
+registry for the rest: each workload's `RunKind` adds its own (`chorus run`, `research`,
+`ask`, `task`, `eval`, ...), so a new workload needs no edit here.
 
-    chorus run "GOAL" [--root PATH]     run a goal; prints the run id, each step, the answer
-    chorus runs                          list runs
+    chorus runs                          list runs, newest first
     chorus events RUN_ID [--json]        a run's events in global order
+    chorus log / state / replay / fork / diff / export
+    chorus projections / snapshot / audit
     chorus model                         assemble / check the local model
 
 Exit status: 0 on success; 1 when a run fails; 2 for bad input or configuration
@@ -15,16 +18,19 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from datetime import datetime
 from pathlib import Path
-from typing import Any
 
+from actors.cli import views
+from actors.runtime.client import DEFAULT_LLM_PARAMS, Client
+from actors.runtime.console import event_json, follow_run, is_user_error, json_default, one_line, open_store
+from actors.runtime.errors import UserError
+from actors.runtime.llm.local_model import ensure_model
 from actors.runtime.progress import describe
-from events.store import Recorded
+from actors.runtime.registry import Registry
+from actors.runtime.replay import diff_runs, export_run, load_fixture, replay_run, run_kind_of, state_at, timeline
+from actors.runtime.settings import Settings
 
-
-class UserError(Exception):
-    """Bad input or configuration: one line, exit 2."""
+__all__ = ["UserError", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -39,25 +45,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("chorus: interrupted", file=sys.stderr)
         return 130
     except Exception as e:  # noqa: BLE001 - the one place exceptions become one line
-        if not _is_user_error(e):
+        if not is_user_error(e):
             raise
-        print(f"chorus: error: {_one_line(e)}", file=sys.stderr)
+        print(f"chorus: error: {one_line(e)}", file=sys.stderr)
         return 2
 
 
 def _parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="chorus", description="Chorus: event-sourced LLM agents on Ray.")
     sub = p.add_subparsers(metavar="COMMAND")
-
-    run = sub.add_parser("run", help="run a goal end to end and print the answer")
-    run.add_argument("goal")
-    run.add_argument("--root", default=".", help="folder the agent's file tools may read (default: .)")
-    run.add_argument("--max-iterations", type=int, default=10)
-    run.add_argument("--max-llm-calls", type=int)
-    run.add_argument("--max-tokens", type=int)
-    run.add_argument("--max-seconds", type=float, help="wall-time budget")
-    run.add_argument("--quiet", "-q", action="store_true", help="print only the answer")
-    run.set_defaults(func=cmd_run)
+    kinds = sorted(Registry.run_kinds(), key=lambda k: (not k.default, k.name))
+    for kind in kinds[:1]:
+        kind.add_commands(sub)  # the default kind's verb (`chorus run`) first
 
     runs = sub.add_parser("runs", help="list runs, newest first")
     runs.add_argument("--limit", type=int, default=20)
@@ -103,62 +102,22 @@ def _parser() -> argparse.ArgumentParser:
 
     model = sub.add_parser("model", help="assemble and verify the local model; print its path")
     model.set_defaults(func=cmd_model)
-    from actors.codeqa.cli import add_parsers as add_ask
-    from actors.index.cli import add_parsers as add_eval
-    from actors.research.cli import add_parsers as add_research
-    from actors.tasks.cli import add_parsers as add_task
-    from projections.cli import add_parsers as add_projections
 
-    add_research(sub)
-    add_ask(sub)
-    add_task(sub)
-    add_eval(sub)
-    add_projections(sub)
+    for kind in kinds[1:]:
+        kind.add_commands(sub)
+    views.add_parsers(sub)
     return p
 
 
 # -- commands ---------------------------------------------------------------------------------
 
 
-def cmd_run(args: argparse.Namespace) -> int:
-    from actors.runtime.client import Client
-    from events.runs import Budget
-
-    budget = Budget(
-        max_llm_calls=args.max_llm_calls, max_tokens=args.max_tokens, max_wall_seconds=args.max_seconds
-    )
-    with Client() as client:
-        handle = client.submit(args.goal, root=args.root, max_iterations=args.max_iterations, budget=budget)
-        print(f"run {handle.run_id}", flush=True)
-        return _follow(handle, args.quiet)
-
-
-def _follow(handle: Any, quiet: bool) -> int:
-    """Show a run's steps as they happen, then its answer (0) or its error (1)."""
-    for rec in handle.events():
-        if not quiet:
-            line = describe(rec.event)
-            if line:
-                print(line, file=sys.stderr, flush=True)
-    result = handle.wait()
-    if result.ok:
-        from actors.agent.policy import unwrap_answer
-
-        print(unwrap_answer(result.answer or ""))
-        return 0
-    error = result.error.line() if result.error else result.status
-    print(f"chorus: run {handle.run_id} failed: {error}", file=sys.stderr)
-    return 1
-
-
 def cmd_runs(args: argparse.Namespace) -> int:
-    from actors.runtime.client import Client
-
     with Client(start_ray=False) as client:
         rows = client.runs(limit=args.limit)
     if args.json:
         for r in rows:
-            print(json.dumps(r, default=_json_default))
+            print(json.dumps(r, default=json_default))
         return 0
     if not rows:
         print("no runs yet")
@@ -172,52 +131,38 @@ def cmd_runs(args: argparse.Namespace) -> int:
 
 
 def cmd_events(args: argparse.Namespace) -> int:
-    from actors.runtime.client import Client
-
     with Client(start_ray=False) as client:
         records = client.events(args.run_id)
+        kind = run_kind_of(client.store, args.run_id, records)
     for rec in records:
         if args.json:
-            print(json.dumps(event_json(rec), default=_json_default))
+            print(json.dumps(event_json(rec), default=json_default))
         else:
             e = rec.event
-            print(f"{rec.position:>6}  {e.timestamp:%H:%M:%S}  {e.stream_id}@{e.version}  {e.type_name}  {describe(e, brief=True)}")
+            line = describe(e, brief=True, kind=kind)
+            print(f"{rec.position:>6}  {e.timestamp:%H:%M:%S}  {e.stream_id}@{e.version}  {e.type_name}  {line}")
     return 0
 
 
-def _store() -> Any:
-    from actors.runtime.settings import Settings
-    from events.store import EventStore
-
-    return EventStore(Settings.from_env().store_url)
-
-
 def cmd_log(args: argparse.Namespace) -> int:
-    from projections.debug import timeline
-
-    with _store() as store:
+    with open_store() as store:
         for line in timeline(store, args.run_id, color=sys.stdout.isatty()):
             print(line)
     return 0
 
 
 def cmd_state(args: argparse.Namespace) -> int:
-    from projections.debug import state_at
-
-    with _store() as store:
+    with open_store() as store:
         version, state = state_at(store, args.stream_id, args.at)
     print(json.dumps({"stream": args.stream_id, "version": version, "state": state.model_dump(mode="json")}, indent=2))
     return 0
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from projections.fixtures import load_fixture
-    from projections.replay import replay_run
-
     if args.fixture:
         store, run_id = load_fixture(args.fixture)
     elif args.run_id:
-        store, run_id = _store(), args.run_id
+        store, run_id = open_store(), args.run_id
     else:
         raise UserError("give a RUN_ID or --fixture FILE")
     with store:
@@ -231,7 +176,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
         )
         return 0
     print(f"replay of run {run_id} DIVERGED", file=sys.stderr)
-    print(report.divergence.describe(), file=sys.stderr)
+    print(report.divergence.describe(), file=sys.stderr)  # type: ignore[union-attr]
     return 1
 
 
@@ -244,108 +189,33 @@ def _streams(streams: list[str]) -> str:
 
 
 def cmd_fork(args: argparse.Namespace) -> int:
-    from actors.runtime.client import Client
-
     params = None
     if args.temperature is not None:
-        from actors.runtime.client import DEFAULT_LLM_PARAMS
-
         params = {**DEFAULT_LLM_PARAMS, "temperature": args.temperature}
     with Client() as client:
         handle = client.fork(args.run_id, args.at, model=args.model, llm_params=params)
         print(f"run {handle.run_id} (forked from {args.run_id} at position {args.at})", flush=True)
-        return _follow(handle, args.quiet)
+        return follow_run(handle, args.quiet)
 
 
 def cmd_diff(args: argparse.Namespace) -> int:
-    from projections.debug import diff_runs
-
-    with _store() as store:
+    with open_store() as store:
         for line in diff_runs(store, args.run_a, args.run_b).lines():
             print(line)
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from projections.fixtures import export_run
-
-    with _store() as store:
+    with open_store() as store:
         n = export_run(store, args.run_id, args.out)
     print(f"wrote {n} events of run {args.run_id} to {args.out}")
     return 0
 
 
 def cmd_model(args: argparse.Namespace) -> int:
-    from actors.runtime.llm.local_model import ensure_model
-    from actors.runtime.settings import Settings
-
     print(ensure_model(Settings.from_env()))
     return 0
 
 
-# -- helpers --------------------------------------------------------------------------------------
-
-
-def event_json(rec: Recorded) -> dict[str, Any]:
-    e = rec.event
-    return {
-        "position": rec.position,
-        "stream": e.stream_id,
-        "version": e.version,
-        "type": e.type_name,
-        "run_id": e.run_id,
-        "timestamp": e.timestamp.isoformat(),
-        "causation_id": e.causation_id,
-        "command_id": e.command_id,
-        "data": e.payload(),
-    }
-
-
-def _json_default(o: Any) -> Any:
-    if isinstance(o, datetime):
-        return o.isoformat()
-    if isinstance(o, bytes):
-        return o.hex()
-    return str(o)
-
-
-def _is_user_error(e: BaseException) -> bool:
-    from actors.runtime.llm.types import LlmError
-    from actors.runtime.run import UnknownRun
-    from projections.debug import UnknownStream
-    from projections.fixtures import FixtureError
-    from actors.runtime.registry import RegistryError
-    from actors.runtime.settings import ConfigError
-    from events.store import StoreUnavailable
-
-    known: tuple[type[BaseException], ...] = (
-        UserError,
-        ConfigError,
-        StoreUnavailable,
-        UnknownRun,
-        RegistryError,
-        ValueError,
-        FileNotFoundError,
-        TimeoutError,
-        LlmError,
-        UnknownStream,
-        FixtureError,
-    )
-    from actors.index.vectors import IndexLocked
-    from actors.runtime.client import LlmUnavailable
-    from actors.runtime.llm.local_server import LocalServerError
-
-    return isinstance(e, known + (LlmUnavailable, LocalServerError, IndexLocked))
-
-
-def _one_line(e: BaseException) -> str:
-    lines = str(e).strip().splitlines()
-    return lines[0] if lines else type(e).__name__
-
-
 if __name__ == "__main__":
-    # Run the imported module, not this `__main__` copy: the subcommands' modules raise
-    # `actors.runtime.cli.UserError`, which must be the class `main` catches.
-    from actors.runtime.cli import main as _main
-
-    sys.exit(_main())
+    sys.exit(main())

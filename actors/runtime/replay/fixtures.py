@@ -11,10 +11,10 @@ import json
 from pathlib import Path
 from typing import Any
 
+from actors.runtime.replay.rerun import run_records
 from events.registry import MissingUpcaster, UnknownEventType, resolve, upcast
 from events.store import EventStore
 from projections.files import write_atomically
-from projections.replay import run_records
 
 
 def export_run(store: EventStore, run_id: str, path: Path) -> int:

@@ -1,5 +1,5 @@
 """`chorus eval retrieval QUESTIONS.json --repo PATH`: recall@1/5/10 and MRR of the
-retrieval methods side by side, measured in one run (actors/index/evaluation.py).
+retrieval methods side by side, measured in one run (actors/codeqa/evaluation.py).
 
     keyword    occurrences of the question's terms per file (seed 003's search_keyword)
     embedding  plain vector search over the repository's Qdrant index (built if needed)
@@ -13,6 +13,14 @@ import argparse
 import sys
 from pathlib import Path
 from typing import Any
+
+from actors.codeqa.evaluation import load_questions, rankers, score, table
+from actors.runtime.embeddings import embedder_from_settings
+from actors.runtime.errors import UserError
+from actors.runtime.llm.local_server import LocalLlamaServer
+from actors.runtime.llm.providers import provider_from_settings
+from actors.runtime.settings import Settings
+from actors.runtime.tool_context import ToolContext
 
 
 def add_parsers(sub: Any) -> None:
@@ -28,11 +36,6 @@ def add_parsers(sub: Any) -> None:
 
 
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
-    from actors.index.evaluation import load_questions, rankers, score, table
-    from actors.runtime.cli import UserError
-    from actors.runtime.embeddings import embedder_from_settings
-    from actors.runtime.settings import Settings
-
     questions = load_questions(args.questions)
     repo = args.repo.expanduser().resolve()
     if not repo.is_dir():
@@ -61,13 +64,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
 def _llm_context(settings: Any, embedder: Any) -> tuple[Any, Any]:
     """A ToolContext on the configured endpoint (the embedded server started if needed)."""
-    from actors.runtime.llm.providers import provider_from_settings
-    from actors.runtime.tool_context import ToolContext
-
     server = None
     if settings.uses_embedded_llm:
-        from actors.runtime.llm.local_server import LocalLlamaServer
-
         server = LocalLlamaServer(settings)
         server.start()
         provider = provider_from_settings(settings, base_url=server.base_url)

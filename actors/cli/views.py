@@ -1,6 +1,6 @@
 """`chorus projections status`, `chorus projections rebuild [NAME]`,
 `chorus snapshot STREAM_ID [--at VERSION] [--out FILE]`, and `chorus audit ...`
-(`projections.audit_cli`).
+(`actors.cli.audit`).
 
 Wired into the `chorus` command by `add_parsers(subparsers)`. Bad input (an unknown
 projection, an unreachable store) raises ValueError / StoreUnavailable with a one-line
@@ -12,10 +12,16 @@ from __future__ import annotations
 import argparse
 import contextlib
 import sys
+import threading
 from collections.abc import Iterator
 from pathlib import Path
 
+from actors.cli.audit import add_parsers as add_audit
+from actors.runtime.console import open_store
+from actors.runtime.replay import snapshot_at
 from events.store import EventStore
+from projections.runner import ProjectionRunner, known_projection
+from projections.snapshot_files import write_snapshot
 
 
 def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
@@ -48,8 +54,6 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     _store_option(snap)
     snap.set_defaults(func=cmd_snapshot)
 
-    from projections.audit_cli import add_parsers as add_audit
-
     add_audit(subparsers, _store_option)
 
 
@@ -63,8 +67,6 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    from projections.runner import ProjectionRunner
-
     with _store(args) as store:
         for s in ProjectionRunner(store).status():
             print(s.line())
@@ -72,8 +74,6 @@ def cmd_status(args: argparse.Namespace) -> int:
 
 
 def cmd_rebuild(args: argparse.Namespace) -> int:
-    from projections.runner import ProjectionRunner, known_projection
-
     if args.name is not None:
         known_projection(args.name)  # before opening the store: bad input writes nothing
     with _store(args) as store:
@@ -83,11 +83,6 @@ def cmd_rebuild(args: argparse.Namespace) -> int:
 
 
 def cmd_follow(args: argparse.Namespace) -> int:
-    import sys
-    import threading
-
-    from projections.runner import ProjectionRunner
-
     stop = threading.Event()
     with _store(args) as store:
         runner = ProjectionRunner(store)
@@ -102,8 +97,6 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    from projections.snapshots import snapshot_at, write_snapshot
-
     if args.out is not None and not (args.out.parent if str(args.out.parent) else Path(".")).is_dir():
         raise FileNotFoundError(f"cannot write {args.out}: folder {args.out.parent} does not exist")
     with _store(args) as store:
@@ -114,15 +107,6 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
         write_snapshot(args.out, snapshot)
         print(f"wrote {args.stream_id} at version {snapshot.version} to {args.out}")
     return 0
-
-
-def open_store(url: str | None) -> EventStore:
-    """The event store at `url`, or at CHORUS_STORE_URL when none is given."""
-    if not url:
-        from actors.runtime.settings import Settings
-
-        url = Settings.from_env().store_url
-    return EventStore(url)
 
 
 @contextlib.contextmanager

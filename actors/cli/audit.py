@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from actors.runtime.console import open_store
 from projections.audit_query import AuditEvent, AuditTrail, LlmCall, Usage
 
 
@@ -130,8 +131,6 @@ class _trail:
         self.args = args
 
     def __enter__(self) -> AuditTrail:
-        from projections.cli import open_store
-
         self.store = open_store(getattr(self.args, "store", None))
         try:
             trail = AuditTrail.open(self.store)

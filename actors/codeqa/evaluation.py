@@ -16,6 +16,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from actors.codeqa.retrieval import hyde_ranker, keyword_ranker
+from actors.index.indexer import index_repository
+from actors.index.vectors import collection_name, open_index
+
 Ranker = Callable[[str], list[str]]
 KS = (1, 5, 10)
 
@@ -110,9 +114,6 @@ def table(scores: Sequence[MethodScore], n: int) -> str:
 
 def embedding_ranker(root: Path, settings: Any, embedder: Any, k: int = 50) -> Ranker:
     """Plain vector search over the repository's Qdrant index (built or refreshed first)."""
-    from actors.index.indexer import index_repository
-    from actors.index.vectors import collection_name, open_index
-
     with open_index(settings) as index:
         index_repository(str(root), index=index, embed=embedder.embed, dim=embedder.dim, data_dir=settings.data_dir)
 
@@ -129,14 +130,10 @@ def rankers(methods: Sequence[str], root: Path, settings: Any, embedder: Any, co
     out: dict[str, Ranker] = {}
     for m in methods:
         if m == "keyword":
-            from actors.codeqa.retrieval import keyword_ranker
-
             out[m] = keyword_ranker(root)
         elif m == "embedding":
             out[m] = embedding_ranker(root, settings, embedder)
         elif m == "hyde":
-            from actors.codeqa.retrieval import hyde_ranker
-
             out[m] = hyde_ranker(root, context)
         else:
             raise EvalError(f"unknown retrieval method {m!r} (known: keyword, embedding, hyde)")

@@ -1,0 +1,275 @@
+"""Agent runs as the runtime sees them: one `AgentRunKind` per registered agent behaviour
+(the ReAct agent here; the researcher and the code-question orchestrator reuse it).
+
+An agent run is a `run:ID` lifecycle plus the lead agent's stream `agent:ID`, served by
+`AgentActor` on Ray. Replay re-drives the agent against its recording; a fork copies the
+lead stream's prefix into a new run and continues live from there.
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+from typing import Any, ClassVar
+
+import actors.tools.files  # noqa: F401  (registers the file tools the ReAct agent uses)
+from actors.agent.actor import AgentActor, agent_stream
+from actors.agent.policy import unwrap_answer
+from actors.agent.react import ReactAgent
+from actors.runtime.behaviour import Behaviour
+from actors.runtime.client import DEFAULT_LLM_PARAMS, Client, RunHandle, new_run_id
+from actors.runtime.console import follow_run
+from actors.runtime.perform import drive
+from actors.runtime.progress import call_text, short
+from actors.runtime.registry import Registry
+from actors.runtime.replay import Divergence, ReplayReport, replay_stream, run_records
+from actors.runtime.runkind import RunKind
+from actors.runtime.settings import Settings
+from events.agent import AgentForked, ToolSpec
+from events.base import Event
+from events.runs import Budget
+from events.store import Recorded
+
+FINISHED = ("AnswerGiven", "AgentFailed")
+
+
+class AgentRunKind(RunKind):
+    """Runs led by the agent behaviour registered under `name`."""
+
+    lead = "agent"
+    noun = "an agent"
+    lead_label = "lead agents"
+    tallies: ClassVar[dict[str, str]] = {
+        "LlmCompleted": "LLM calls",
+        "ToolReturned": "tool calls",
+        "StepRejected": "rejected steps",
+    }
+    error_types = frozenset({"AgentFailed", "StepRejected"})
+
+    def agent_class(self) -> Any:
+        return Registry.agent_class(self.name)
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def submit(
+        self,
+        client: Client,
+        goal: str,
+        *,
+        run_id: str,
+        budget: Budget,
+        root: str | Path = ".",
+        tools: list[str] | tuple[str, ...] | None = None,
+        repo: str | None = None,
+        max_iterations: int = 10,
+        llm_params: dict[str, Any] | None = None,
+    ) -> RunHandle:
+        if max_iterations < 1:
+            raise ValueError(f"max_iterations must be at least 1, not {max_iterations}")
+        root_path = Path(root).expanduser().resolve()
+        if not root_path.is_dir():
+            raise ValueError(f"root folder {root} does not exist")
+        agent_cls = self.agent_class()
+        if tools is None:
+            tools = agent_cls.tools_for(repo) if hasattr(agent_cls, "tools_for") else agent_cls.default_tools
+        specs = [tool_spec(name) for name in tools]  # RegistryError for an unknown tool
+        settings = client.ensure_llm()
+        client.ensure_ray()
+        params = dict(DEFAULT_LLM_PARAMS if llm_params is None else llm_params)
+        client.begin_run(
+            run_id,
+            goal=goal,
+            agent=self.name,
+            params={
+                "root": str(root_path),
+                "repo": repo,
+                "tools": list(tools),
+                "max_iterations": max_iterations,
+                "llm_params": params,
+            },
+            budget=budget,
+        )
+        extra = {"repo": repo} if repo else {}
+        start = agent_cls.make_start(
+            goal=goal,
+            root=str(root_path),
+            tools=specs,
+            max_iterations=max_iterations,
+            model=settings.llm_model,
+            params=params,
+            budget=budget,
+            **extra,
+        )
+        return self._spawn(client, run_id, settings, start)
+
+    def _spawn(self, client: Client, run_id: str, settings: Settings, start: Any) -> RunHandle:
+        return client.spawn(run_id, AgentActor, agent_stream(run_id), (settings, run_id, self.name, client.llm), (start,))
+
+    def fork(
+        self, client: Client, run_id: str, at: int, *, model: str | None = None, llm_params: dict[str, Any] | None = None
+    ) -> RunHandle:
+        """The lead agent's events up to position `at` (whole commands), copied into a new
+        run's agent stream, then `AgentForked`, then the agent continues live."""
+        records = run_records(client.store, run_id)
+        position = {rec.event.event_id: rec.position for rec in records}
+        agents = agent_streams(records)
+        if not agents:
+            raise ValueError(f"run {run_id} has no agent to fork")
+        lead = next(iter(agents.values()))
+        first, last = position[lead[0].event_id], position[lead[-1].event_id]
+        if at < first or at > records[-1].position:
+            raise ValueError(f"position {at} is outside run {run_id} (its agent spans {first}..{last})")
+        prefix = [e for e in lead if position[e.event_id] <= at]
+        # Keep whole commands: a command's events were appended together.
+        while len(prefix) < len(lead) and prefix[-1].command_id == lead[len(prefix)].command_id:
+            prefix.pop()
+        if prefix[-1].type_name in FINISHED:
+            raise ValueError(
+                f"the agent of run {run_id} had finished by position {at}; fork at an earlier position"
+            )
+        original = client.run_state(run_id)
+        settings = client.ensure_llm()
+        client.ensure_ray()
+        new_id = new_run_id()
+        origin = f"{run_id}@{at}"
+        client.begin_run(
+            new_id,
+            goal=original.goal,
+            agent=original.agent,
+            params={**original.params, "forked_from": origin, "model": model, "llm_params": llm_params},
+            budget=original.budget,
+            forked_from=origin,
+        )
+        copies = [
+            type(e).model_validate(
+                {
+                    **e.payload(),
+                    "timestamp": e.timestamp,
+                    "command_id": e.command_id,
+                    "causation_id": e.causation_id,
+                    "run_id": new_id,
+                }
+            )
+            for e in prefix
+        ]
+        stream = agent_stream(new_id)
+        client.store.append(stream, copies, 0)
+        forked = AgentForked(origin_run=run_id, origin_position=at, model=model, params=llm_params)
+        client.store.append(stream, [forked.stamp(run_id=new_id, command_id="fork")], len(copies))
+        start = self.agent_class()().start_command(prefix[0])
+        return self._spawn(client, new_id, settings, start)
+
+    # -- reading its log -------------------------------------------------------------------------
+
+    def behaviour(self, stream_id: str, first: Event) -> Behaviour[Any] | None:
+        if stream_id == agent_stream(first.run_id) or first.type_name == "AgentStarted":
+            return self.agent_class()()
+        return None
+
+    def lead_events(self, records: list[Recorded], run_id: str) -> list[Event]:
+        agents = agent_streams(records)
+        if not agents:
+            raise ValueError(f"run {run_id} has no agent events")
+        return next(iter(agents.values()))
+
+    def replay(self, records: list[Recorded], run_id: str) -> ReplayReport:
+        behaviour = self.agent_class()()
+        report = ReplayReport(run_id)
+        for stream_id, original in agent_streams(records).items():
+            replayed, divergence = replay_agent_stream(behaviour, stream_id, original, run_id)
+            report.add(stream_id, original, replayed)
+            if divergence is not None:
+                report.divergence = divergence
+                break
+        return report
+
+    def describe(self, event: Event, brief: bool = False) -> str | None:
+        return describe_agent(event, brief)
+
+    def present(self, answer: str) -> str:
+        return unwrap_answer(answer)
+
+
+def replay_agent_stream(
+    behaviour: Any, stream_id: str, original: list[Event], run_id: str
+) -> tuple[list[Event], Divergence | None]:
+    """Re-drive one agent stream against its own recording (see `replay_stream`)."""
+    first = original[0]
+
+    def begin(shell: Any) -> None:
+        start = behaviour.start_command(first, key=first.command_id or "start")
+        shell.handle(start, causation_id=first.causation_id)
+
+    return replay_stream(behaviour, stream_id, original, run_id, begin=begin, execute=drive)
+
+
+def agent_streams(records: list[Recorded]) -> dict[str, list[Event]]:
+    """The run's agent streams (the lead's `agent:RUN`, and any that begin with
+    AgentStarted), events in version order."""
+    streams: dict[str, list[Event]] = {}
+    for rec in records:
+        streams.setdefault(rec.event.stream_id, []).append(rec.event)
+    return {
+        sid: sorted(evs, key=lambda e: e.version)
+        for sid, evs in streams.items()
+        if evs and (sid.startswith("agent:") or min(evs, key=lambda e: e.version).type_name == "AgentStarted")
+    }
+
+
+def tool_spec(name: str) -> ToolSpec:
+    cls = Registry.tool_class(name)
+    return ToolSpec(name=name, signature=cls.signature(), description=cls.description, topic=Registry.topic_of(name))
+
+
+def describe_agent(e: Event, brief: bool = False) -> str | None:
+    """The agent's events as progress lines; None for any other."""
+    t = e.type_name
+    d: Any = e
+    if t == "AgentStarted":
+        tools = ", ".join(s.name for s in d.tools)
+        return f"agent started: tools {tools}; at most {d.max_iterations} iterations"
+    if t == "StepDecided":
+        return f"[{d.iteration}] {short(d.thought)}\n    → {call_text(d.action, d.args)}"
+    if t == "StepRejected":
+        head = f"[{d.iteration}] {short(d.thought)}\n    " if d.thought else f"[{d.iteration}] "
+        return f"{head}✗ step not run ({d.reason}): {short(d.observation)}"
+    if t == "AnswerGiven":
+        return f"[{d.iteration}] answered" + (f": {short(d.answer)}" if brief else "")
+    if t == "AgentFailed":
+        return f"! {t}: {d.error.line()}"
+    return None
+
+
+@Registry.register_run_kind
+class ReactRun(AgentRunKind):
+    """`chorus run`: the ReAct agent over a folder's files."""
+
+    name = "react"
+    summary = "the ReAct agent over a folder's files"
+    default = True
+
+    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+        run = subparsers.add_parser("run", help="run a goal end to end and print the answer")
+        run.add_argument("goal")
+        run.add_argument("--root", default=".", help="folder the agent's file tools may read (default: .)")
+        run.add_argument("--max-iterations", type=int, default=10)
+        run.add_argument("--max-llm-calls", type=int)
+        run.add_argument("--max-tokens", type=int)
+        run.add_argument("--max-seconds", type=float, help="wall-time budget")
+        run.add_argument("--quiet", "-q", action="store_true", help="print only the answer")
+        run.set_defaults(func=cmd_run)
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    budget = Budget(
+        max_llm_calls=args.max_llm_calls, max_tokens=args.max_tokens, max_wall_seconds=args.max_seconds
+    )
+    with Client() as client:
+        handle = client.submit(
+            args.goal, agent=ReactRun.name, root=args.root, max_iterations=args.max_iterations, budget=budget
+        )
+        print(f"run {handle.run_id}", flush=True)
+        return follow_run(handle, args.quiet)
+
+
+__all__ = ["AgentRunKind", "ReactAgent", "ReactRun", "agent_streams", "describe_agent", "replay_agent_stream", "tool_spec"]

@@ -1,0 +1,1 @@
+"""The front door: the `chorus` command (`python -m actors.cli`)."""

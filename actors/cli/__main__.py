@@ -1,0 +1,5 @@
+import sys
+
+from actors.cli.main import main
+
+sys.exit(main())

@@ -1,0 +1,22 @@
+"""Code-question runs (seed 003) as the runtime sees them: an agent run led by the
+`Orchestrator`, with the `chorus ask` and `chorus eval retrieval` verbs."""
+
+from __future__ import annotations
+
+import argparse
+
+import actors.codeqa.orchestrator  # noqa: F401  (registers the orchestrator agent)
+import actors.codeqa.tools  # noqa: F401  (registers seed 003's five repository tools)
+from actors.agent.kind import AgentRunKind
+from actors.codeqa import cli, eval_cli
+from actors.runtime.registry import Registry
+
+
+@Registry.register_run_kind
+class CodeQuestionRun(AgentRunKind):
+    name = cli.ORCHESTRATOR
+    summary = "answer a question about the code in a folder of repositories (seed 003)"
+
+    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+        cli.add_parsers(subparsers)
+        eval_cli.add_parsers(subparsers)

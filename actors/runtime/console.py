@@ -1,0 +1,95 @@
+"""What every `chorus` verb shares, whichever workload adds it: the one-line error, the
+store the environment names, a run followed live on the terminal, events as JSON.
+
+Exit status, for every verb: 0 on success; 1 when a run fails; 2 for bad input or
+configuration (one line on stderr, nothing written to the log).
+"""
+
+from __future__ import annotations
+
+import sys
+from datetime import datetime
+from typing import Any
+
+from actors.runtime.client import LlmUnavailable, RunHandle
+from actors.runtime.errors import UserError
+from actors.runtime.llm.local_server import LocalServerError
+from actors.runtime.llm.types import LlmError
+from actors.runtime.progress import describe
+from actors.runtime.registry import Registry, RegistryError
+from actors.runtime.replay import FixtureError, UnknownStream
+from actors.runtime.run import UnknownRun
+from actors.runtime.settings import ConfigError, Settings
+from events.store import EventStore, Recorded, StoreUnavailable
+
+USER_ERRORS: tuple[type[BaseException], ...] = (
+    UserError,
+    ConfigError,
+    StoreUnavailable,
+    UnknownRun,
+    RegistryError,
+    ValueError,
+    FileNotFoundError,
+    TimeoutError,
+    LlmError,
+    UnknownStream,
+    FixtureError,
+    LlmUnavailable,
+    LocalServerError,
+)
+
+
+def is_user_error(e: BaseException) -> bool:
+    return isinstance(e, USER_ERRORS)
+
+
+def one_line(e: BaseException) -> str:
+    lines = str(e).strip().splitlines()
+    return lines[0] if lines else type(e).__name__
+
+
+def open_store(url: str | None = None) -> EventStore:
+    """The event store `url` names, or the environment's (CHORUS_STORE_URL)."""
+    return EventStore(url or Settings.from_env().store_url)
+
+
+def follow_run(handle: RunHandle, quiet: bool = False) -> int:
+    """Show a run's steps on stderr as they happen, then its answer on stdout (0) or its
+    error (1)."""
+    state = handle.client.run_state(handle.run_id)
+    kind = Registry.run_kind(state.agent) if state.agent else Registry.default_run_kind()
+    for rec in handle.events():
+        if not quiet:
+            line = describe(rec.event, kind=kind)
+            if line:
+                print(line, file=sys.stderr, flush=True)
+    result = handle.wait()
+    if result.ok:
+        print(kind.present(result.answer or ""))
+        return 0
+    error = result.error.line() if result.error else result.status
+    print(f"chorus: run {handle.run_id} failed: {error}", file=sys.stderr)
+    return 1
+
+
+def event_json(rec: Recorded) -> dict[str, Any]:
+    e = rec.event
+    return {
+        "position": rec.position,
+        "stream": e.stream_id,
+        "version": e.version,
+        "type": e.type_name,
+        "run_id": e.run_id,
+        "timestamp": e.timestamp.isoformat(),
+        "causation_id": e.causation_id,
+        "command_id": e.command_id,
+        "data": e.payload(),
+    }
+
+
+def json_default(o: Any) -> Any:
+    if isinstance(o, datetime):
+        return o.isoformat()
+    if isinstance(o, bytes):
+        return o.hex()
+    return str(o)

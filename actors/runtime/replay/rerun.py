@@ -1,0 +1,87 @@
+"""Replay a recorded run: re-execute its actors against the log, with no model, no tools and
+no network, and check they decide exactly what they decided the first time.
+
+A replay runs in a scratch in-memory store, so nothing is ever written to the real log.
+LLM completions, tool results and clock readings (event timestamps) are served from the
+recording; anything the recording does not hold fails closed with the first difference.
+Which streams to re-execute, and how, is the run kind's business (`RunKind.replay`); the
+kind calls `replay_stream` for each.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from datetime import datetime
+from typing import Any
+
+from actors.runtime.behaviour import Behaviour
+from actors.runtime.effects import Effects
+from actors.runtime.llm.types import ReplayDivergence
+from actors.runtime.perform import ReplayEffects, ToolDivergence
+from actors.runtime.registry import Registry
+from actors.runtime.replay.report import Divergence, ReplayReport, first_difference
+from actors.runtime.run import RunLifecycle, UnknownRun, run_stream
+from actors.runtime.runkind import RunKind
+from actors.runtime.shell import ActorShell, rebuild
+from events.base import Event
+from events.store import EventStore, Recorded
+
+
+def run_records(store: EventStore, run_id: str) -> list[Recorded]:
+    """Every event of the run, in global order. UnknownRun if it has none."""
+    records = list(store.read_all(run_id=run_id))
+    if not records:
+        raise UnknownRun(f"no run with id {run_id!r}")
+    return records
+
+
+def run_kind_of(store: EventStore, run_id: str, records: list[Recorded] | None = None) -> RunKind:
+    """The kind of run `run_id` is, from its RunSubmitted (the default kind if it names none)."""
+    stream = run_stream(run_id)
+    events = [r.event for r in records if r.event.stream_id == stream] if records is not None else store.read_stream(stream)
+    if not events:
+        raise UnknownRun(f"no run with id {run_id!r}")
+    agent = rebuild(RunLifecycle(), events).agent
+    return Registry.run_kind(agent) if agent else Registry.default_run_kind()
+
+
+def replay_run(store: EventStore, run_id: str) -> ReplayReport:
+    records = run_records(store, run_id)
+    started = time.perf_counter()
+    report = run_kind_of(store, run_id, records).replay(records, run_id)
+    report.replay_s = time.perf_counter() - started
+    return report
+
+
+def recorded_clock(original: list[Event]) -> Callable[[int], datetime]:
+    """The clock a replayed stream reads: the recorded event's time at each version."""
+    return lambda version: original[min(version, len(original)) - 1].timestamp
+
+
+def replay_stream(
+    behaviour: Behaviour[Any],
+    stream_id: str,
+    original: list[Event],
+    run_id: str,
+    *,
+    begin: Callable[[ActorShell[Any]], None],
+    execute: Callable[[ActorShell[Any], Effects], Any],
+    expected: tuple[type[BaseException], ...] = (),
+) -> tuple[list[Event], Divergence | None]:
+    """Re-execute one stream against its own recording, in a scratch store: `begin(shell)`
+    hands it its recorded start, `execute(shell, effects)` runs it (`drive` for an agent).
+    A divergence the effects raise (or one of `expected`) ends it; the first differing event
+    is reported either way."""
+    scratch = EventStore("memory://")
+    shell = ActorShell(
+        behaviour, stream_id, scratch, run_id=run_id, snapshot_every=0, clock=recorded_clock(original)
+    ).load()
+    reason = ""
+    try:
+        begin(shell)
+        execute(shell, ReplayEffects(original))
+    except (ReplayDivergence, ToolDivergence, *expected) as e:
+        reason = str(e).splitlines()[0]
+    replayed = scratch.read_stream(stream_id)
+    return replayed, first_difference(stream_id, original, replayed, reason)

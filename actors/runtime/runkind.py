@@ -1,0 +1,82 @@
+"""What the runtime needs to know of a workload's runs: a `RunKind`, one per kind of run.
+
+A run names its kind in `RunSubmitted.agent` ("react", "researcher", "task", ...). The
+runtime asks the kind, never the name, for everything that differs between workloads:
+
+- how to start a run (`submit`: record it and spawn its lead actor) and fork one (`fork`);
+- which behaviour owns which of its streams (`behaviour`), for `chorus state`, snapshots
+  and replay;
+- how to re-execute it from its log (`replay`) and which stream leads it (`lead_events`,
+  what `chorus diff` compares);
+- how its events read as progress lines (`describe`) and its answer as text (`present`);
+- its verbs on the `chorus` command (`add_commands`).
+
+A workload registers its kind with `Registry.register_run_kind` in the module its
+`chorus.plugins` entry point names; nothing in the runtime changes for a new workload.
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from actors.runtime.behaviour import Behaviour
+from events.base import Event
+
+if TYPE_CHECKING:
+    from actors.runtime.client import Client, RunHandle
+    from actors.runtime.replay.report import ReplayReport
+    from events.store import Recorded
+
+
+class RunKind:
+    name: ClassVar[str] = ""
+    summary: ClassVar[str] = ""
+    default: ClassVar[bool] = False  # the kind `Client.submit` runs when none is named
+    # What `chorus diff` counts for each side: event type -> what to call them.
+    tallies: ClassVar[dict[str, str]] = {"LlmCompleted": "LLM calls", "ToolReturned": "tool calls"}
+    lead: ClassVar[str] = "actor"  # what leads its runs ("agent", "workflow"): diff compares like with like
+    noun: ClassVar[str] = "an actor"  # "run X is an agent run"
+    lead_label: ClassVar[str] = "lead actors"  # "the lead agents share their first N events"
+    error_types: ClassVar[frozenset[str]] = frozenset()  # events a timeline marks as errors
+
+    # -- running ---------------------------------------------------------------------------------
+
+    def submit(self, client: Client, goal: str, *, run_id: str, budget: Any, **options: Any) -> RunHandle:
+        """Record the run (`client.begin_run`) and spawn its lead actor; return at once.
+        ValueError for bad options, before anything is written."""
+        raise NotImplementedError
+
+    def fork(
+        self, client: Client, run_id: str, at: int, *, model: str | None = None, llm_params: dict[str, Any] | None = None
+    ) -> RunHandle:
+        raise ValueError(f"runs of kind {self.name!r} cannot be forked")
+
+    # -- reading its log -------------------------------------------------------------------------
+
+    def behaviour(self, stream_id: str, first: Event) -> Behaviour[Any] | None:
+        """The behaviour that folds `stream_id` (whose first event is `first`), or None for a
+        stream of this kind's runs that no behaviour owns (a tool's own calls, say)."""
+        return None
+
+    def lead_events(self, records: list[Recorded], run_id: str) -> list[Event]:
+        """The events of the run's lead stream, in version order (what `chorus diff` compares).
+        ValueError if the run has none."""
+        raise ValueError(f"run {run_id} has no lead stream")
+
+    def replay(self, records: list[Recorded], run_id: str) -> ReplayReport:
+        """Re-execute the run against its own recording (see `actors.runtime.replay`)."""
+        raise NotImplementedError
+
+    def describe(self, event: Event, brief: bool = False) -> str | None:
+        """A progress line for an event this kind knows, '' to hide it, None if not this kind's."""
+        return None
+
+    def present(self, answer: str) -> str:
+        """A finished run's answer as the user reads it."""
+        return answer
+
+    # -- the front door -------------------------------------------------------------------------
+
+    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+        """Add this kind's verbs to the `chorus` command (each sets `func`)."""

@@ -1,0 +1,90 @@
+"""Workflow runs (seed 001) as the runtime sees them: `TaskRun`.
+
+A workflow run is a `run:ID` lifecycle plus the workflow's stream `task:ID`, served by
+`TaskActor`. Replay re-executes the workflow from its recorded `WorkflowStarted` (and a
+fork's `WorkflowForked`) with every LLM completion and tool result served from the log; a
+fork re-runs the workflow as a new run (see `actors.tasks.fork`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from actors.runtime.behaviour import Behaviour
+from actors.runtime.client import Client, RunHandle
+from actors.runtime.registry import Registry
+from actors.runtime.replay import Divergence, ReplayReport, replay_stream
+from actors.runtime.runkind import RunKind
+from actors.tasks import cli
+from actors.tasks.client import fork_task, submit_task
+from actors.tasks.journal import JournalDivergence
+from actors.tasks.progress import describe_workflow
+from actors.tasks.runner import AGENT
+from actors.tasks.workflow import ForkWorkflow, StartWorkflow, WorkflowBehaviour, execute_workflow, task_stream
+from events.base import Event
+from events.store import Recorded
+from events.tasks import WorkflowForked, WorkflowStarted
+
+
+@Registry.register_run_kind
+class TaskRun(RunKind):
+    name = AGENT
+    summary = "an S-expression workflow of atomic tasks and tools (seed 001)"
+    lead = "workflow"
+    noun = "a task workflow"
+    lead_label = "workflows"
+    tallies = {"LlmCompleted": "LLM calls", "ToolReturned": "tool calls", "TaskCalled": "task calls"}
+
+    def submit(self, client: Client, goal: str, *, run_id: str, budget: Any = None, **options: Any) -> RunHandle:
+        """`goal` is the workflow (an S-expression, a task or tool name, or a question with
+        `kind="query"`); `options` as `actors.tasks.runner.prepare` takes them. A workflow's
+        limits are its own (`limits`), not a run budget."""
+        return submit_task(client, goal, run_id=run_id, **options)
+
+    def fork(
+        self, client: Client, run_id: str, at: int, *, model: str | None = None, llm_params: dict[str, Any] | None = None
+    ) -> RunHandle:
+        return fork_task(client, run_id, at, model=model, llm_params=llm_params)
+
+    def behaviour(self, stream_id: str, first: Event) -> Behaviour[Any] | None:
+        return WorkflowBehaviour() if stream_id == task_stream(first.run_id) else None
+
+    def lead_events(self, records: list[Recorded], run_id: str) -> list[Event]:
+        """The workflow's events (a fork's `WorkflowForked` mark is not a fact of the workflow)."""
+        stream = task_stream(run_id)
+        events = [r.event for r in records if r.event.stream_id == stream and r.event.type_name != "WorkflowForked"]
+        if not events:
+            raise ValueError(f"run {run_id} has no workflow events")
+        return sorted(events, key=lambda e: e.version)
+
+    def replay(self, records: list[Recorded], run_id: str) -> ReplayReport:
+        stream_id = task_stream(run_id)
+        original = sorted((r.event for r in records if r.event.stream_id == stream_id), key=lambda e: e.version)
+        report = ReplayReport(run_id, streams=[stream_id])
+        if not original or not isinstance(original[0], WorkflowStarted):
+            report.divergence = Divergence(stream_id, 1, original[0] if original else None, None, "no WorkflowStarted")
+            return report
+
+        def begin(shell: Any) -> None:
+            first = original[0]
+            shell.handle(StartWorkflow.from_event(first, key=first.command_id or "start"), causation_id=first.causation_id)
+            forked = original[1] if len(original) > 1 else None
+            if isinstance(forked, WorkflowForked):  # a fork: its own recording serves all its calls
+                fork = ForkWorkflow.from_event(forked, key=forked.command_id or "fork")
+                shell.handle(fork, causation_id=forked.causation_id)
+
+        replayed, divergence = replay_stream(
+            WorkflowBehaviour(), stream_id, original, run_id,
+            begin=begin, execute=execute_workflow, expected=(JournalDivergence, ValueError),
+        )  # fmt: skip
+        report.streams.clear()
+        report.add(stream_id, original, replayed)
+        report.divergence = divergence
+        return report
+
+    def describe(self, event: Event, brief: bool = False) -> str | None:
+        return describe_workflow(event)
+
+    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+        cli.add_parsers(subparsers)

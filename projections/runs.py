@@ -1,0 +1,169 @@
+"""Runs: one row per run, from its lifecycle events (events/runs.py).
+
+What `chorus runs` and `Client.runs()` list. Read from the log, that list costs a scan of
+every lifecycle event ever written on each call; the view costs a short query, and
+catching it up costs only the events appended since.
+
+    runs  run_id TEXT PK, status (submitted | running | completed | failed), goal,
+          agent, forked_from (`RUN@POSITION` of a fork, else NULL), submitted_at,
+          ended_at (NULL until the run ends), position (of the RunSubmitted)
+
+RunSubmitted makes the row; submitted again under the same run id (the lifecycle stream
+never allows it), the row starts over but keeps its place. RunStarted moves a submitted
+run to running (an ended run stays ended); RunCompleted and RunFailed end it, the
+latest one deciding, with its time. Lifecycle events of a run never submitted are
+ignored. Listing is newest first by submitted_at, runs submitted at the same instant in
+log order: the order the scan of the log gave.
+
+Timestamps are the events' (UTC ISO-8601 text, fixed width, so text order is time order).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from events.store import EventStore, Recorded
+from projections.columns import clean, timestamp_text
+from projections.projection import Projection, register_projection
+from projections.runner import caught_up
+from projections.views import ViewCursor, ViewStore
+
+STATUSES = ("submitted", "running", "completed", "failed")
+FIELDS = ("run_id", "status", "goal", "agent", "forked_from", "submitted_at", "ended_at")
+
+_COLUMNS = (*FIELDS, "position")
+_UPSERT = (
+    f"INSERT INTO runs ({', '.join(_COLUMNS)}) VALUES ({', '.join('?' * len(_COLUMNS))}) "
+    "ON CONFLICT (run_id) DO UPDATE SET "
+    + ", ".join(f"{c} = excluded.{c}" for c in FIELDS[1:])
+)
+_NEWEST = "submitted_at DESC, position"
+_IN = 500  # run ids per `IN (...)` when a batch reads the rows it folds into
+
+
+@register_projection
+class RunsProjection(Projection):
+    name = "runs"
+    schema_version = 1
+    types = ("RunSubmitted", "RunStarted", "RunCompleted", "RunFailed")
+    tables = ("runs",)
+    indexes = (("runs_newest", "runs", _NEWEST),)
+
+    def create(self, c: ViewCursor) -> None:
+        c.execute(
+            "CREATE TABLE IF NOT EXISTS runs ("
+            "run_id TEXT PRIMARY KEY, status TEXT NOT NULL, goal TEXT NOT NULL, agent TEXT NOT NULL, "
+            "forked_from TEXT, submitted_at TEXT NOT NULL, ended_at TEXT, position BIGINT NOT NULL)"
+        )
+        self.create_indexes(c)
+
+    def apply(self, c: ViewCursor, recorded: Recorded) -> None:
+        self.apply_batch(c, [recorded])
+
+    def apply_batch(self, c: ViewCursor, records: Sequence[Recorded]) -> None:
+        # The batch's runs are read in one query, folded in memory and written once.
+        rows = _read(c, {clean(r.event.run_id) for r in records})
+        dirty: dict[str, None] = {}  # run ids in order of first change
+        for r in records:
+            e: Any = r.event
+            run_id = clean(e.run_id) or ""
+            t = e.type_name
+            row = rows.get(run_id)
+            if t == "RunSubmitted":
+                rows[run_id] = {
+                    "run_id": run_id, "status": "submitted", "goal": clean(e.goal), "agent": clean(e.agent),
+                    "forked_from": clean(e.forked_from), "submitted_at": timestamp_text(e.timestamp),
+                    "ended_at": None, "position": r.position if row is None else row["position"],
+                }  # fmt: skip
+            elif row is None:
+                continue  # a run never submitted
+            elif t == "RunStarted":
+                if row["status"] != "submitted":
+                    continue
+                row["status"] = "running"
+            else:
+                row["status"] = "completed" if t == "RunCompleted" else "failed"
+                row["ended_at"] = timestamp_text(e.timestamp)
+            dirty[run_id] = None
+        c.executemany(_UPSERT, [tuple(rows[k][col] for col in _COLUMNS) for k in dirty])
+
+
+def _read(c: ViewCursor, run_ids: set[str | None]) -> dict[str, dict[str, Any]]:
+    wanted = sorted(k for k in run_ids if k is not None)
+    found: dict[str, dict[str, Any]] = {}
+    for i in range(0, len(wanted), _IN):
+        part = wanted[i : i + _IN]
+        c.execute(
+            f"SELECT {', '.join(_COLUMNS)} FROM runs WHERE run_id IN ({', '.join('?' * len(part))})", part
+        )
+        found.update((row["run_id"], row) for row in c.fetchall())
+    return found
+
+
+# -- reading the view ------------------------------------------------------------------------
+
+
+class RunsView:
+    """Queries over the runs view. Run the projection first (a runner's `run_once`), or
+    `RunsView.open(store)`, which catches it up.
+
+    Rows are dicts with the keys of `FIELDS`; times are timezone-aware UTC datetimes.
+    """
+
+    def __init__(self, views: ViewStore) -> None:
+        self.views = views
+
+    @classmethod
+    def open(cls, store: EventStore, *, catch_up: bool = True) -> RunsView:
+        return cls(caught_up(store, RunsProjection(), catch_up=catch_up))
+
+    def list(
+        self,
+        limit: int | None = None,
+        *,
+        status: str | Iterable[str] | None = None,
+        agent: str | None = None,
+    ) -> list[dict[str, Any]]:
+        """Runs, newest first: those in `status` (one or several) and of `agent`, at most
+        `limit` (None: all)."""
+        if limit is not None and limit < 1:
+            return []
+        where, params = [], []
+        if status is not None:
+            wanted = _statuses(status)
+            if not wanted:
+                return []
+            where.append(f"status IN ({', '.join('?' * len(wanted))})")
+            params.extend(wanted)
+        if agent is not None:
+            where.append("agent = ?")
+            params.append(clean(agent))
+        sql = f"SELECT {', '.join(FIELDS)} FROM runs"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += f" ORDER BY {_NEWEST}"
+        if limit is not None:
+            sql += f" LIMIT {int(limit)}"
+        return [_run(row) for row in self.views.query(sql, params)]
+
+    def get(self, run_id: str) -> dict[str, Any] | None:
+        """One run by its id; None if the view holds no such run."""
+        rows = self.views.query(f"SELECT {', '.join(FIELDS)} FROM runs WHERE run_id = ?", (clean(run_id),))
+        return _run(rows[0]) if rows else None
+
+
+def _statuses(status: str | Iterable[str]) -> list[str]:
+    wanted = [s.lower() for s in ([status] if isinstance(status, str) else status)]
+    for s in wanted:
+        if s not in STATUSES:
+            raise ValueError(f"unknown run status {s!r} (known: {', '.join(STATUSES)})")
+    return wanted
+
+
+def _run(row: dict[str, Any]) -> dict[str, Any]:
+    for column in ("submitted_at", "ended_at"):
+        if row[column] is not None:
+            row[column] = datetime.fromisoformat(row[column])
+    return row

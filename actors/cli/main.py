@@ -16,18 +16,34 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from actors.cli import views
 from actors.runtime.client import DEFAULT_LLM_PARAMS, Client
-from actors.runtime.console import event_json, follow_run, is_user_error, json_default, one_line, open_store
+from actors.runtime.console import (
+    event_json,
+    follow_run,
+    is_user_error,
+    json_default,
+    one_line,
+    open_store,
+)
 from actors.runtime.errors import UserError
 from actors.runtime.llm.local_model import ensure_model
 from actors.runtime.progress import describe
 from actors.runtime.registry import Registry
-from actors.runtime.replay import diff_runs, export_run, load_fixture, replay_run, run_kind_of, state_at, timeline
+from actors.runtime.replay import (
+    diff_runs,
+    export_run,
+    load_fixture,
+    replay_run,
+    run_kind_of,
+    state_at,
+    timeline,
+)
 from actors.runtime.settings import Settings
 
 __all__ = ["UserError", "main"]
@@ -44,6 +60,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("chorus: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `chorus events RUN | head`: the reader has had enough
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except Exception as e:  # noqa: BLE001 - the one place exceptions become one line
         if not is_user_error(e):
             raise

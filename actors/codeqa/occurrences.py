@@ -14,7 +14,7 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
-from actors.tools.paths import MAX_FILE_BYTES, is_binary, rel_path, resolve_root, walk_files
+from actors.tools.paths import MAX_FILE_BYTES, is_binary, read_small, rel_path, resolve_root, walk_files
 from actors.tools.search import DEFINITION_LINE, STOP_WORDS, count_term, same_length_lower
 
 _TOKEN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.\-]*[A-Za-z0-9_]|[A-Za-z0-9_]")
@@ -99,18 +99,14 @@ def load_texts(base: str | os.PathLike[str], under: str | os.PathLike[str] | Non
     """The text files under `under` (default: `base`), keyed by their path relative to `base`.
 
     Skipped, as the other file tools skip them: junk folders (.git, __pycache__, ...),
-    binary files, files over 1 MB and symlinks (so nothing outside the folder is read)."""
+    binary files, files over 1 MB, symlinks (so nothing outside the folder is read) and
+    FIFOs, sockets and devices (never opened)."""
     root = resolve_root(base)
     top = resolve_root(under) if under is not None else root
     out: dict[str, str] = {}
     for path in walk_files(top):
-        try:
-            if path.stat().st_size > MAX_FILE_BYTES:
-                continue
-            data = path.read_bytes()
-        except OSError:
-            continue
-        if is_binary(data):
+        data = read_small(root, path, MAX_FILE_BYTES)  # None: too big, gone, or no regular file
+        if data is None or is_binary(data):
             continue
         out[rel_path(path, root)] = data.decode("utf-8", errors="replace")
     return out

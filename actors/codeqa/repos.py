@@ -14,7 +14,16 @@ import os
 from pathlib import Path
 
 from actors.tools.files import PATH_LINE
-from actors.tools.paths import SKIP_DIRS, ToolInputError, clean_path, rel_path, resolve_in_root, resolve_root, walk_files
+from actors.tools.paths import (
+    SKIP_DIRS,
+    ToolInputError,
+    clean_path,
+    is_regular,
+    rel_path,
+    resolve_in_root,
+    resolve_root,
+    walk_files,
+)
 
 DOC_PRIORITY = ("llms.txt", "README.md")  # seed 003: llms.txt, then README.md, then the tree only
 LISTED_BY = "search_keyword"  # the tool whose output shows paths the way the others take them
@@ -123,8 +132,8 @@ def find_documentation(folder: Path) -> Path | None:
 
 def directory_tree(folder: Path, max_entries: int) -> tuple[list[str], int]:
     """The folder's tree, two spaces per level, folders with a trailing '/', and how many
-    entries were left out past `max_entries`. Junk folders, hidden entries and symlinks are
-    not shown."""
+    entries were left out past `max_entries`. Junk folders, hidden entries, symlinks, FIFOs,
+    sockets and devices are not shown."""
     lines = [folder.name + "/"]
     left_out = 0
     for dirpath, dirnames, filenames in os.walk(folder, followlinks=False):
@@ -137,7 +146,7 @@ def directory_tree(folder: Path, max_entries: int) -> tuple[list[str], int]:
             else:
                 lines.append("  " * depth + here.name + "/")
         for name in sorted(filenames, key=str.lower):
-            if _hidden(name) or (here / name).is_symlink():
+            if _hidden(name) or not is_regular(here / name):  # no links, FIFOs, sockets, devices
                 continue
             if len(lines) > max_entries:
                 left_out += 1

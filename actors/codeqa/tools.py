@@ -15,6 +15,8 @@ line is the observation the model reads; the run goes on. Every limit comes from
 
 from __future__ import annotations
 
+import os
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -24,7 +26,19 @@ from actors.codeqa.occurrences import FileCount, keyword_terms, load_texts, rank
 from actors.codeqa.repos import directory_tree, find_documentation, list_repositories, repository, resolve_file
 from actors.runtime.registry import Registry, Tool
 from actors.tools.arguments import alias_arg, whole_number
-from actors.tools.paths import BINARY_SUFFIXES, LINE_CHARS, MAX_FILE_BYTES, ToolInputError, is_binary, rel_path, resolve_root
+from actors.tools.paths import (
+    BINARY_SUFFIXES,
+    LINE_CHARS,
+    MAX_FILE_BYTES,
+    LineWindow,
+    ToolInputError,
+    is_binary,
+    open_in_root,
+    read_head,
+    read_lines,
+    rel_path,
+    resolve_root,
+)
 
 
 LINES_SHOWN = 15  # search_keyword shows the line itself for its best 15 files, the number for the rest
@@ -74,8 +88,7 @@ class GetRepoDocumentation(_ReposTool):
         doc = find_documentation(folder)
         text = None
         if doc is not None:
-            with doc.open("rb") as f:
-                data = f.read(MAX_FILE_BYTES)
+            data = read_head(base, doc, MAX_FILE_BYTES)  # regular files only, never outside
             text = None if is_binary(data) else data.decode("utf-8", errors="replace")
         limits = self.settings.documentation
         tree, left_out = directory_tree(folder, limits.max_tree_entries)
@@ -122,11 +135,20 @@ class ReadCode(_ReposTool):
         if pointed and start == 1 and end == 0:  # 'a.py:40': read around line 40
             start = max(1, pointed - 5)
         rel = rel_path(target, base)
-        data = target.read_bytes()
-        if is_binary(data) or target.suffix.lower() in BINARY_SUFFIXES:
-            raise ToolInputError(f"'{rel}' is a binary file ({len(data)} bytes); read_code shows text files only.")
-        lines = data.decode("utf-8", errors="replace").splitlines()
-        return format_lines(rel, lines, start, end, self.settings.code_reading.max_lines)
+        max_lines = self.settings.code_reading.max_lines
+        fd = open_in_root(base, target)  # regular files only, never outside the folder
+        try:
+            if is_binary(os.pread(fd, 8192, 0)) or target.suffix.lower() in BINARY_SUFFIXES:
+                size = os.fstat(fd).st_size
+                raise ToolInputError(f"'{rel}' is a binary file ({size} bytes); read_code shows text files only.")
+            # stream: keep only the lines that can be shown, count the rest up to the byte cap
+            last = start + max_lines - 1 if end == 0 else max(start, min(end, start + max_lines - 1))
+            lines = read_lines(fd, start, last)
+        except OSError as e:
+            raise ToolInputError(f"Cannot read '{rel}': {e.strerror or e}.") from None
+        finally:
+            os.close(fd)
+        return format_lines(rel, lines, start, end, max_lines)
 
     @classmethod
     def signature(cls) -> str:
@@ -222,13 +244,20 @@ def format_keyword_hits(terms: list[str], found: list[FileCount], limit: int) ->
     return "\n".join(out)
 
 
-def format_lines(rel: str, lines: list[str], start: int, end: int, max_lines: int) -> str:
+def format_lines(rel: str, lines: Sequence[str], start: int, end: int, max_lines: int) -> str:
     """Lines `start..end` (end 0: to the end) numbered, at most `max_lines`, with a note when
     cut. A start past the end, or an end before the start, is the model's mistake."""
     total = len(lines)
+    cut = isinstance(lines, LineWindow) and lines.cut  # the byte cap stopped the read early
     if total == 0:
         return f"'{rel}' is empty (0 lines)."
     if start > total:
+        if cut:
+            assert isinstance(lines, LineWindow)
+            raise ToolInputError(
+                f"'{rel}' is too big to read that far: only its first {total} lines (the first "
+                f"{lines.cap} bytes of {lines.size}) can be read; start_line={start} is past them."
+            )
         raise ToolInputError(
             f"'{rel}' has {total} lines; start_line={start} is past the end. Use start_line between 1 and {total}."
         )
@@ -239,17 +268,24 @@ def format_lines(rel: str, lines: list[str], start: int, end: int, max_lines: in
     if truncated:
         last = start + max_lines - 1
     width = len(str(last))
-    out = [f"{rel}, lines {start}-{last} of {total}:"]
+    of = f"at least {total}" if cut else f"{total}"
+    out = [f"{rel}, lines {start}-{last} of {of}:"]
     out += [f"{n:>{width}}: {_cut(lines[n - 1])}" for n in range(start, last + 1)]
     if truncated:
         out.append(
-            f"(truncated at {max_lines} lines: showing lines {start}-{last} of {total}; "
+            f"(truncated at {max_lines} lines: showing lines {start}-{last} of {of}; "
             f"to continue call read_code with start_line={last + 1})"
         )
     elif last < total:
-        out.append(f"(showing lines {start}-{last} of {total}; to continue read start_line={last + 1})")
-    else:
+        out.append(f"(showing lines {start}-{last} of {of}; to continue read start_line={last + 1})")
+    elif not cut:
         out.append(f"(end of file: {total} lines)")
+    if cut:
+        assert isinstance(lines, LineWindow)
+        out.append(
+            f"(the file is {lines.size} bytes; reading stopped at {lines.cap} bytes, so lines past {total} "
+            "are neither shown nor counted)"
+        )
     return "\n".join(out)
 
 

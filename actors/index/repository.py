@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from actors.index.vectors import collection_name
-from actors.tools.paths import BINARY_SUFFIXES, MAX_FILE_BYTES, SKIP_DIRS, is_binary
+from actors.tools.paths import BINARY_SUFFIXES, MAX_FILE_BYTES, SKIP_DIRS, is_binary, is_regular, read_small
 
 
 class RepositoryError(ValueError):
@@ -71,24 +71,31 @@ class FileSet:
 
 
 def scan(root: Path, max_bytes: int = MAX_FILE_BYTES) -> FileSet:
-    """The indexable text files under `root`, in a stable order; symlinks not followed."""
+    """The indexable text files under `root`, in a stable order; symlinks not followed, and
+    FIFOs, sockets and devices skipped without being opened (an open could block forever)."""
     out = FileSet()
+    root = Path(root).resolve()
     for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
         dirnames[:] = sorted(
             d for d in dirnames if d not in SKIP_DIRS and not d.endswith(".egg-info") and not d.startswith(".")
         )
         for name in sorted(filenames):
             path = Path(dirpath) / name
-            if path.is_symlink() or not path.is_file():
+            if not is_regular(path):
                 continue
             if path.suffix.lower() in BINARY_SUFFIXES:
                 out.skipped_binary += 1
                 continue
-            size = path.stat().st_size
+            try:
+                size = path.lstat().st_size
+            except OSError:
+                continue
             if size > max_bytes:
                 out.skipped_large += 1
                 continue
-            data = path.read_bytes()
+            data = read_small(root, path, max_bytes)  # None: changed since the walk saw it
+            if data is None:
+                continue
             if is_binary(data):
                 out.skipped_binary += 1
                 continue

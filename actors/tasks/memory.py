@@ -20,7 +20,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict
 
 from actors.tasks.result import TaskResult
-from actors.tools.paths import is_binary, resolve_root, walk_files
+from actors.tools.paths import ToolInputError, is_binary, read_head, resolve_root, walk_files
 from events.errors import ErrorInfo
 
 MATCHING_TASK = "associative-match"
@@ -121,8 +121,8 @@ def index_workspace(root: str | Path, limit: int = 200) -> dict[str, str]:
         if len(index) >= limit:
             break
         try:
-            head = path.read_bytes()[:4096]
-        except OSError:
+            head = read_head(base, path, 4096)  # regular files only, never outside the root
+        except (ToolInputError, OSError):
             continue
         if is_binary(head):
             continue

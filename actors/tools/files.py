@@ -35,6 +35,8 @@ from actors.tools.paths import (
     is_binary,
     is_inside,
     list_folder,
+    open_in_root,
+    read_lines,
     rel_path,
     resolve_root,
     walk_files,
@@ -86,42 +88,56 @@ def read(
         entries = list_folder(target, limit=60)
         shown = ", ".join(entries) if entries else "nothing"
         return f"'{rel}' is a folder, not a file. It contains: {shown}. Call read_file on one of its files."
+    fd = open_in_root(base, target)
     try:
-        data = target.read_bytes()
+        head = os.pread(fd, 8192, 0)
+        if is_binary(head) or target.suffix.lower() in BINARY_SUFFIXES:
+            raise ToolInputError(
+                f"'{rel}' is a binary file ({os.fstat(fd).st_size} bytes); read_file shows text files only. "
+                "Use search_files to find source or text files."
+            )
+        start = max(1, start)
+        if end <= 0 or end < start:
+            end = start + window - 1
+        capped = end - start + 1 > max_lines
+        if capped:
+            end = start + max_lines - 1
+        lines = read_lines(fd, start, end)
     except OSError as e:
         raise ToolInputError(f"Cannot read '{rel}': {e.strerror or e}.") from None
-    if is_binary(data) or target.suffix.lower() in BINARY_SUFFIXES:
-        raise ToolInputError(
-            f"'{rel}' is a binary file ({len(data)} bytes); read_file shows text files only. "
-            "Use search_files to find source or text files."
-        )
-    lines = data.decode("utf-8", errors="replace").splitlines()
+    finally:
+        os.close(fd)
     total = len(lines)
     if total == 0:
         return f"'{rel}' is empty (0 lines)."
 
-    start = max(1, start)
     if start > total:
+        if lines.cut:
+            raise ToolInputError(
+                f"'{rel}' is too big to read that far: only its first {total} lines (the first "
+                f"{lines.cap} bytes of {lines.size}) can be read; start_line={start} is past them."
+            )
         raise ToolInputError(
             f"'{rel}' has {total} lines; start_line={start} is past the end. "
             f"Read with start_line between 1 and {total}."
         )
-    if end <= 0 or end < start:
-        end = start + window - 1
-    capped = end - start + 1 > max_lines
-    if capped:
-        end = start + max_lines - 1
     end = min(end, total)
 
     width = len(str(end))
-    header = f"{rel}, lines {start}-{end} of {total}:"
+    of = f"at least {total}" if lines.cut else f"{total}"
+    header = f"{rel}, lines {start}-{end} of {of}:"
     body = [f"{n:>{width}}: {_cut(lines[n - 1], LINE_CHARS)}" for n in range(start, end + 1)]
     out = [header, *body]
     if end < total:
-        note = f"(showing lines {start}-{end} of {total}; to continue read start_line={end + 1}"
+        note = f"(showing lines {start}-{end} of {of}; to continue read start_line={end + 1}"
         out.append(note + (f"; at most {max_lines} lines per read)" if capped else ")"))
-    else:
+    elif not lines.cut:
         out.append(f"(end of file: {total} lines)")
+    if lines.cut:
+        out.append(
+            f"(the file is {lines.size} bytes; reading stopped at {lines.cap} bytes, so lines past {total} "
+            "are neither shown nor counted)"
+        )
     return "\n".join(out)
 
 
@@ -156,10 +172,14 @@ def _not_found(base: Path, text: str) -> str:
     if suggestions:
         msg += " Did you mean: " + ", ".join(suggestions) + "?"
     parent = (base / text).parent
-    folder = parent if parent != base and parent.is_dir() and is_inside(parent.resolve(), base) else base
+    try:  # the parent may change meanwhile (a folder swapped for a link): then list the root
+        real_parent = parent.resolve() if parent != base and parent.is_dir() else base
+    except (RuntimeError, OSError):
+        real_parent = base
+    folder = real_parent if is_inside(real_parent, base) else base
     listing = list_folder(folder, limit=15)
     if listing:
-        where = "the root" if folder == base else f"'{rel_path(folder.resolve(), base)}'"
+        where = "the root" if folder == base else f"'{rel_path(folder, base)}'"
         msg += f" Files in {where}: " + ", ".join(listing) + "."
     return msg + " Use a path exactly as search_files prints it."
 

@@ -16,6 +16,7 @@ from actors.tools.paths import (
     ToolInputError,
     is_binary,
     list_folder,
+    read_small,
     rel_path,
     resolve_root,
     walk_files,
@@ -200,7 +201,7 @@ def search(
     for i, hit in enumerate(top):
         # the best files get their full share of lines; later ones at least one
         share = max(1, min(max_lines_per_file, budget - (len(top) - i - 1)))
-        lines = _best_lines(hit, share)
+        lines = _best_lines(hit, share, base)
         budget -= len(lines)
         found = ", ".join(w.label for w in words if w.text in hit.matched)
         found = found or ", ".join(t.label for t in terms if t.text in hit.matched[:3])
@@ -225,13 +226,8 @@ def _score_file(
     base: Path,
     terms: list[Term],
 ) -> _FileHit | None:
-    try:
-        if path.stat().st_size > MAX_FILE_BYTES:
-            return None
-        data = path.read_bytes()
-    except OSError:
-        return None
-    if is_binary(data):
+    data = read_small(base, path, MAX_FILE_BYTES)  # None: too big, gone, or no regular file
+    if data is None or is_binary(data):
         return None
     text = data.decode("utf-8", errors="replace")
     lower = same_length_lower(text)
@@ -257,14 +253,14 @@ def _score_file(
     return _FileHit(rel, score, occurrences, [t.text for t in matched], path, in_text)
 
 
-def _best_lines(hit: _FileHit, max_lines: int) -> list[tuple[int, str]]:
+def _best_lines(hit: _FileHit, max_lines: int, base: Path) -> list[tuple[int, str]]:
     """The file's lines with the most terms (definitions first on a tie), in line order."""
     if not hit.in_text:
         return []
-    try:
-        text = hit.path.read_bytes().decode("utf-8", errors="replace")
-    except OSError:
+    data = read_small(base, hit.path, MAX_FILE_BYTES)
+    if data is None:
         return []
+    text = data.decode("utf-8", errors="replace")
     ranked: list[tuple[float, int, int, str]] = []
     for number, line in enumerate(text.splitlines(), 1):
         line_lower = same_length_lower(line)

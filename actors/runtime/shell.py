@@ -16,6 +16,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import BaseModel
 
 from actors.runtime.behaviour import Behaviour, Command
+from actors.runtime.secrets import redact_events
 from events.base import Event, State
 from events.store import ConcurrencyError, EventStore
 
@@ -135,7 +136,9 @@ class ActorShell(Generic[S]):
             if key is not None:
                 self._remember(key, self.version + 1, self.version)
             return []
-        stamped = [
+        # Secrets are redacted before the first append, so the log, the state folded from
+        # it and any replay of it only ever see `[REDACTED:NAME]` (actors.runtime.secrets).
+        stamped = redact_events([
             e.stamp(
                 run_id=e.run_id or self.run_id,
                 causation_id=e.causation_id or causation_id,
@@ -143,7 +146,7 @@ class ActorShell(Generic[S]):
                 **({"timestamp": self.clock(self.version + i)} if self.clock else {}),
             )
             for i, e in enumerate(events, start=1)
-        ]
+        ])
         recorded = self.store.append(self.stream_id, stamped, self.version)
         appended = [r.event for r in recorded]
         before = self.version

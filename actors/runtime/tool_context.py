@@ -23,6 +23,7 @@ from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.llm.providers import provider_from_settings
 from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult
 from actors.runtime.registry import Registry
+from actors.runtime.secrets import redact_events
 from events.store import EventStore
 
 
@@ -95,6 +96,7 @@ class ToolContext:
             call_index = version // 2 + 1  # two events per call
             outcome = LlmGateway(self.provider).call(request, call_index)
             stamped = [e.stamp(run_id=self.run_id, command_id=f"llm:{call_index}") for e in outcome.events]
+            stamped = redact_events(stamped)  # no secret value reaches the log
             self.store.append(self.stream_id, stamped, version)
         if outcome.result is None:
             assert outcome.error is not None
@@ -120,7 +122,7 @@ class ToolContext:
                     e = e.model_copy(update={"call_index": index})
                     stamped.append(e.stamp(run_id=self.run_id, command_id=f"llm:{index}"))
                 results.append(outcome.result if outcome.result is not None else LlmError.from_info(outcome.error))
-            self.store.append(self.stream_id, stamped, version)
+            self.store.append(self.stream_id, redact_events(stamped), version)  # no secret value reaches the log
         return results
 
     def embed(self, texts: list[str]) -> list[list[float]]:

@@ -6,28 +6,46 @@ as `ToolReturned` before the workflow sees it, and a replay serves that record i
 `system:run_script` is NOT a sandbox. It runs `/bin/sh -c COMMAND` in the workspace folder
 with a timeout, with stdin closed, and with an environment reduced to a few harmless
 variables (PATH, HOME, LANG, ...) so API keys and tokens in the caller's environment are not
-inherited. The script's whole process group is killed when it times out or finishes, so
-nothing it started in the background is left running (a process that escapes with `setsid`
-can survive). It can still read and write anything the user can, and use the network.
+inherited. It is started through a launcher that is itself started with that clean
+environment, so the script's parent (`/proc/$PPID/environ`) holds no secret either. Where
+the kernel allows unprivileged user namespaces, the launcher is `unshare` and the script
+runs in its own PID and mount namespaces with a private /proc: it sees only its own
+processes, so no ancestor's or other process's environment; and when it ends, everything it
+started ends with it. Elsewhere the launcher is a plain `/bin/sh` and other processes of the
+same user (the actor among them) stay readable through /proc. Either way the script's whole
+process group is killed when it times out or finishes. It can still read and write anything
+the user can, and use the network. Its output is read in chunks and only the first
+`MAX_OUTPUT_CHARS` of each stream are kept; the rest is drained and counted, not stored.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import selectors
 import signal
 import subprocess
+import time
 from collections.abc import Iterator, Mapping
+from functools import lru_cache
 from typing import Any
 
 from actors.runtime.registry import Registry, Tool
-from actors.tools.paths import ToolInputError, is_binary, resolve_in_root, resolve_root
+from actors.tools.paths import ToolInputError, is_binary, read_head, resolve_in_root, resolve_root
 
 KEPT_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL")
 DEFAULT_TIMEOUT_S = 30.0
 MAX_TIMEOUT_S = 600.0
 MAX_OUTPUT_CHARS = 64_000
+# Bytes kept per stream: enough for MAX_OUTPUT_CHARS characters of UTF-8 (4 bytes at most each).
+MAX_OUTPUT_BYTES = 4 * MAX_OUTPUT_CHARS
+READ_CHUNK = 65_536
+DRAIN_AFTER_KILL_S = 5.0
 MAX_READ_BYTES = 200_000
+# The launchers: the script is `/bin/sh -c COMMAND` started by one of these, which stays its
+# parent (a shell that is not the last command cannot `exec` it away).
+NAMESPACE_LAUNCHER = ("unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child")
+PLAIN_LAUNCHER = ("/bin/sh", "-c", '/bin/sh -c "$1"; exit $?', "chorus-launcher")
 
 
 def script_env(environ: dict[str, str] | None = None) -> dict[str, str]:
@@ -36,11 +54,56 @@ def script_env(environ: dict[str, str] | None = None) -> dict[str, str]:
     return {k: source[k] for k in KEPT_ENV if k in source}
 
 
-def _cut(data: bytes) -> str:
-    text = data.decode("utf-8", errors="replace")
-    if len(text) <= MAX_OUTPUT_CHARS:
-        return text
-    return text[:MAX_OUTPUT_CHARS] + f"\n... ({len(text) - MAX_OUTPUT_CHARS} more characters cut)"
+@lru_cache(maxsize=1)
+def namespaces_work() -> bool:
+    """Whether `unshare` can give a script its own user, PID and mount namespaces here
+    (asked once per process: some kernels and containers forbid it)."""
+    try:
+        done = subprocess.run(
+            [*NAMESPACE_LAUNCHER, "/bin/sh", "-c", "exit 0"],
+            check=False,
+            env=script_env(),
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=10,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+def launch_argv(command: str) -> list[str]:
+    """How a script is started: in its own namespaces where possible, else under a plain shell."""
+    if namespaces_work():
+        return [*NAMESPACE_LAUNCHER, "/bin/sh", "-c", command]
+    return [*PLAIN_LAUNCHER, command]
+
+
+def isolation() -> str:
+    return "namespaces" if namespaces_work() else "plain"
+
+
+class _Capped:
+    """One output stream, read as it comes: the first `MAX_OUTPUT_BYTES` kept, the rest counted."""
+
+    def __init__(self) -> None:
+        self.kept = bytearray()
+        self.total = 0
+
+    def add(self, chunk: bytes) -> None:
+        self.total += len(chunk)
+        room = MAX_OUTPUT_BYTES - len(self.kept)
+        if room > 0:
+            self.kept += chunk[:room]
+
+    def text(self) -> str:
+        text = bytes(self.kept).decode("utf-8", errors="replace")
+        if len(text) <= MAX_OUTPUT_CHARS and self.total == len(self.kept):
+            return text
+        shown = text[:MAX_OUTPUT_CHARS]
+        dropped = self.total - len(shown.encode("utf-8", errors="replace"))
+        return shown + f"\n... ({dropped} more bytes cut, {self.total} in all)"
 
 
 def _kill_group(proc: subprocess.Popen[bytes]) -> None:
@@ -48,6 +111,41 @@ def _kill_group(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+def _drain(proc: subprocess.Popen[bytes], limit: float) -> tuple[_Capped, _Capped, bool]:
+    """Read stdout and stderr until both close, keeping what `_Capped` keeps, so the child
+    never blocks on a full pipe and memory stays bounded. At `limit` seconds the process
+    group is killed and reading goes on for a short grace (pipes an escaped process holds
+    open are then abandoned). Returns (stdout, stderr, timed_out)."""
+    out, err = _Capped(), _Capped()
+    sinks = {proc.stdout: out, proc.stderr: err}
+    timed_out = False
+    deadline = time.monotonic() + limit
+    with selectors.DefaultSelector() as sel:
+        for pipe in sinks:
+            assert pipe is not None
+            os.set_blocking(pipe.fileno(), False)
+            sel.register(pipe, selectors.EVENT_READ)
+        while sel.get_map():
+            left = deadline - time.monotonic()
+            if left <= 0:
+                if timed_out:
+                    break  # grace over
+                timed_out = True
+                _kill_group(proc)
+                deadline = time.monotonic() + DRAIN_AFTER_KILL_S
+                continue
+            for key, _ in sel.select(timeout=left):
+                try:
+                    chunk = os.read(key.fd, READ_CHUNK)
+                except BlockingIOError:
+                    continue
+                if chunk:
+                    sinks[key.fileobj].add(chunk)  # type: ignore[index]
+                else:
+                    sel.unregister(key.fileobj)
+    return out, err, timed_out
 
 
 class RunScript(Tool):
@@ -64,32 +162,31 @@ class RunScript(Tool):
             raise ToolInputError("system:run_script needs a command to run")
         limit = _timeout(timeout)
         proc = subprocess.Popen(
-            ["/bin/sh", "-c", command],
+            launch_argv(command),
             cwd=self.root,
-            env=script_env(),
+            env=script_env(),  # the launcher's own environment, hence the script's parent's, is clean
             stdin=subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             start_new_session=True,  # its own process group: we can kill all it started
         )
-        timed_out = False
         try:
-            out, err = proc.communicate(timeout=limit)
-        except subprocess.TimeoutExpired:
-            timed_out = True
-            _kill_group(proc)
-            try:
-                out, err = proc.communicate(timeout=5)
-            except subprocess.TimeoutExpired:  # pipes held open by an escaped process
-                proc.kill()
-                out, err = b"", b""
+            out, err, timed_out = _drain(proc, limit)
         finally:
             _kill_group(proc)  # background leftovers of a script that finished
+            for pipe in (proc.stdout, proc.stderr):
+                if pipe is not None:
+                    pipe.close()
+            try:
+                proc.wait(timeout=DRAIN_AFTER_KILL_S)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
         return json.dumps(
             {
                 "exit_code": proc.returncode,
-                "stdout": _cut(out),
-                "stderr": _cut(err),
+                "stdout": out.text(),
+                "stderr": err.text(),
                 "timed_out": timed_out,
                 "timeout_s": limit,
             },
@@ -138,8 +235,8 @@ class ReadFiles(Tool):
             raise ToolInputError(f"no such file: {path}")
         if real.is_dir():
             raise ToolInputError(f"{path} is a folder, not a file")
-        with open(real, "rb") as f:
-            data = f.read(MAX_READ_BYTES + 1)
+        # regular files only, opened without following links: never outside, never blocking
+        data = read_head(resolve_root(self.root), real, MAX_READ_BYTES + 1)
         if is_binary(data[:4096]):
             raise ToolInputError(f"{path} is a binary file")
         text = data[:MAX_READ_BYTES].decode("utf-8", errors="replace")

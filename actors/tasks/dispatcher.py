@@ -78,16 +78,19 @@ class Dispatcher:
         note: Callable[[Any], None],
         limits: EvalLimits = EvalLimits(),
         query_handler: Callable[[], Handler] | None = None,
+        elapsed: Callable[[], float] | None = None,
     ) -> None:
+        """`elapsed`: the workflow's age in seconds by its recorded clock (see `SexpEvaluator`)."""
         self.tasks = tasks
         self.tools = tools
         self.world = TaskWorld(tasks, tools, note)
         self.limits = limits
         self.query_handler = query_handler or (lambda: tools)
+        self.elapsed = elapsed
 
     def execute_programmatic_task(self, text: str, params: dict[str, Any] | None = None) -> TaskResult:
         params = dict(params or {})
-        evaluator = SexpEvaluator(self.world, self.limits)
+        evaluator = SexpEvaluator(self.world, self.limits, self.elapsed)
         if is_sexp(text):
             return evaluator.run(text, params)
         ident = text.strip()

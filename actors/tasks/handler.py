@@ -17,6 +17,7 @@ from typing import Any
 from actors.runtime.llm.types import LlmRequest
 from actors.tasks.journal import Journal
 from actors.tasks.result import TaskResult, complete, failed, from_error
+from actors.tasks.sexp.evaluator import plain
 from events.effects import LlmFailed, ToolReturned
 
 
@@ -63,7 +64,7 @@ class Handler:
     def execute_tool(self, name: str, args: dict[str, Any]) -> TaskResult:
         if name not in self.tools:
             return failed("tool_not_found", "unknown_tool", f"no direct tool named {name!r}")
-        return tool_result(self.journal.tool(name, dict(args)))
+        return tool_result(self.journal.tool(name, plain(args)))  # JSON-able, as the log records it
 
     def read_files(self, paths: list[str]) -> TaskResult:
         """Files as `{path: text}` in the content; FAILED if any cannot be read."""

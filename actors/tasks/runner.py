@@ -4,18 +4,24 @@
 an S-expression (ParseError says line and column), loads and validates templates, checks
 the workspace, and reads the memory index. `submit` records the run; `serve` runs it to the
 end and closes the run — the same code in the Ray actor, in tests and in scripts.
+
+Tool calls made by a workflow (direct tools, and tools the Handler uses for a template) have
+a timeout, as agent runs' tool calls do: a call with no result by then is a failed tool
+result (recorded like any other), not a hung workflow. `system:run_script` keeps its own
+timeout, which also kills the script.
 """
 
 from __future__ import annotations
 
 import json
 import re
+import threading
 from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.perform import LiveEffects, local_invoker
+from actors.runtime.perform import LiveEffects, ToolInvoker, local_invoker
 from actors.runtime.run import Complete, Fail, RunLifecycle, Start, Submit, run_stream
 from actors.runtime.shell import ActorShell
 from actors.tasks.dispatcher import is_sexp
@@ -23,9 +29,21 @@ from actors.tasks.fork import fork_effects
 from actors.tasks.memory import index_workspace
 from actors.tasks.result import TaskResult
 from actors.tasks.sexp.parser import Symbol, parse_program
-from actors.tasks.templates import TemplateError, builtin_sources, load_dir, parse_template
+from actors.tasks.templates import (
+    TemplateError,
+    builtin_sources,
+    load_dir,
+    parse_template,
+)
 from actors.tasks.tools import tool_names, workspace_tools
-from actors.tasks.workflow import ForkWorkflow, StartWorkflow, WorkflowBehaviour, execute_workflow, task_stream
+from actors.tasks.workflow import (
+    ForkWorkflow,
+    StartWorkflow,
+    WorkflowBehaviour,
+    eval_limits,
+    execute_workflow,
+    task_stream,
+)
 from events.base import Event
 from events.errors import ErrorInfo
 from events.store import EventStore
@@ -34,6 +52,13 @@ AGENT = "task"  # RunSubmitted.agent for workflow runs: the name of their RunKin
 DEFAULT_LLM_PARAMS = {"temperature": 0.0, "max_tokens": 512}
 WORLD_FORMS = frozenset({"call", "get_context"})
 IDENTIFIER = re.compile(r"[^\s()\"';]+\Z")
+TOOL_TIMEOUT_S = 120  # as agent runs' tool calls (`actors.runtime.perform.ray_invoker`)
+TOOL_TIMEOUT_LIMIT = "max_tool_seconds"  # the key in `limits` that overrides it
+SELF_TIMED_TOOLS = frozenset({"system:run_script"})  # its own timeout (up to 600 s) also kills the script
+
+
+class ToolTimeout(TimeoutError):
+    """A tool call gave no result within the workflow's tool timeout."""
 
 
 def _clip(text: str, n: int = 60) -> str:
@@ -74,8 +99,11 @@ def prepare(
     for name, source in (templates or {}).items():
         sources[parse_template(source, f"template {name}").name] = source
     for key, value in (limits or {}).items():
-        if value is not None and (not isinstance(value, int) or value < 1):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
             raise ValueError(f"limit {key} must be a positive integer, not {value!r}")
+    eval_limits(dict(limits or {}))  # ValueError for a limit out of range (max_int_bits, ...)
+    if kind == "task":
+        _known_task(text.strip(), sources)
     return StartWorkflow(
         key="start",
         kind=kind,  # type: ignore[arg-type]
@@ -90,6 +118,17 @@ def prepare(
         llm_params=dict(DEFAULT_LLM_PARAMS if llm_params is None else llm_params),
         limits={k: v for k, v in (limits or {}).items() if v is not None},
     )
+
+
+def _known_task(name: str, sources: Mapping[str, str]) -> None:
+    """ValueError unless `name` is an atomic task or a direct tool, listing the known ones."""
+    tasks = {parse_template(src, f"template {key}").name for key, src in sources.items()}
+    tools = set(tool_names())
+    if name not in tasks and name not in tools:
+        raise ValueError(
+            f"no atomic task or direct tool named {_clip(name)!r}; "
+            f"tasks: {', '.join(sorted(tasks)) or 'none'}; tools: {', '.join(sorted(tools)) or 'none'}"
+        )
 
 
 def _index(index: Mapping[str, str] | str | Path | None, root: Path) -> dict[str, str]:
@@ -159,16 +198,23 @@ def serve(
     tools: Mapping[str, Any] | None = None,
     on_events: Callable[[list[Event]], None] | None = None,
     fork: ForkWorkflow | None = None,
+    tool_timeout_s: float | None = None,
 ) -> TaskResult:
     """Run a submitted workflow to its end (or resume it) and close the run. With `fork`
-    (from `actors.tasks.fork.plan_fork`), the workflow is a fork of another run's."""
+    (from `actors.tasks.fork.plan_fork`), the workflow is a fork of another run's. A tool
+    call gets `tool_timeout_s` (default: the start's `limits["max_tool_seconds"]`, else
+    TOOL_TIMEOUT_S) to give its result."""
     run = ActorShell(RunLifecycle(), run_stream(run_id), store, run_id=run_id).load()
     shell = ActorShell(WorkflowBehaviour(), task_stream(run_id), store, run_id=run_id).load()
     shell.handle(start, causation_id=run.last_event_id)
     if fork is not None:
         shell.handle(fork, causation_id=shell.last_event_id)
     run.handle(Start(key="start", lead_stream=shell.stream_id), causation_id=shell.last_event_id)
-    invoke = local_invoker(tools if tools is not None else workspace_tools(shell.state.workspace))
+    if tool_timeout_s is None:
+        tool_timeout_s = float(shell.state.limits.get(TOOL_TIMEOUT_LIMIT) or TOOL_TIMEOUT_S)
+    invoke = timed_invoker(
+        local_invoker(tools if tools is not None else workspace_tools(shell.state.workspace)), tool_timeout_s
+    )
     effects: Any = LiveEffects(LlmGateway(provider), invoke)
     if shell.state.fork:
         effects = fork_effects(store, shell.state.fork, effects)
@@ -190,6 +236,35 @@ def serve(
         )
     _snapshot(shell, run)
     return result
+
+
+def timed_invoker(invoke: ToolInvoker, timeout_s: float, exempt: frozenset[str] = SELF_TIMED_TOOLS) -> ToolInvoker:
+    """`invoke`, but a call (other than `exempt` tools) with no result within `timeout_s`
+    raises ToolTimeout, which the effects record as a failed tool result. The late call is
+    left to finish on its own daemon thread; its result is dropped."""
+
+    def call(name: str, args: dict[str, Any]) -> str:
+        if name in exempt:
+            return invoke(name, args)
+        outcome: list[tuple[bool, Any]] = []
+
+        def work() -> None:
+            try:
+                outcome.append((True, invoke(name, args)))
+            except BaseException as e:  # noqa: BLE001 - handed over to the caller's thread below
+                outcome.append((False, e))
+
+        worker = threading.Thread(target=work, name=f"tool {name}", daemon=True)
+        worker.start()
+        worker.join(timeout_s)
+        if not outcome:
+            raise ToolTimeout(f"{name} gave no result within {timeout_s:g} s (the tool timeout)")
+        ok, value = outcome[0]
+        if not ok:
+            raise value
+        return value  # type: ignore[no-any-return]
+
+    return call
 
 
 def _snapshot(*shells: ActorShell[Any]) -> None:

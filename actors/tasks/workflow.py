@@ -6,11 +6,18 @@ Everything a workflow depends on besides code is in its `WorkflowStarted` event 
 params, template sources, tool names, memory index, history, model, limits), so the same
 function runs it live (LiveEffects), resumes it after a crash, and replays it from a log
 (ReplayEffects) with no model, no scripts and no file reads.
+
+The wall-time limit (`max_seconds`) is decided from recorded time only: every few steps the
+evaluator asks `elapsed`, which appends the steps noted so far and measures from the
+`WorkflowStarted` timestamp to the timestamp of the last event appended. A replay re-appends
+the same events with the recorded timestamps (the shell's recorded clock), so it stops at
+the same step with the same result, however much faster it runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from datetime import datetime
 from typing import TYPE_CHECKING, Any, Literal
 
 from actors.runtime.behaviour import Behaviour, Command
@@ -25,7 +32,13 @@ from actors.tasks.task_system import TaskSystem
 from actors.tasks.templates import AtomicTemplate
 from events.base import Event, State
 from events.effects import LlmCompleted, LlmFailed, ToolCalled
-from events.tasks import StepEvaluated, TaskCalled, WorkflowFinished, WorkflowForked, WorkflowStarted
+from events.tasks import (
+    StepEvaluated,
+    TaskCalled,
+    WorkflowFinished,
+    WorkflowForked,
+    WorkflowStarted,
+)
 
 if TYPE_CHECKING:  # the shell is the runtime's: it brings the store, which a pure core must not
     from actors.runtime.shell import ActorShell
@@ -58,6 +71,7 @@ class WorkflowState(State):
     tokens: int = 0
     result: TaskResult | None = None
     fork: dict[str, Any] = {}  # WorkflowForked's payload, when this run is a fork
+    started_at: datetime | None = None  # WorkflowStarted's (recorded) timestamp: the wall-time limit's zero
 
 
 class StartWorkflow(Command):
@@ -126,7 +140,7 @@ class WorkflowBehaviour(Behaviour[WorkflowState]):
 
     def evolve(self, state: WorkflowState, event: Event) -> WorkflowState:
         if isinstance(event, WorkflowStarted):
-            return state.model_copy(update={**event.payload(), "status": "running"})
+            return state.model_copy(update={**event.payload(), "status": "running", "started_at": event.timestamp})
         if isinstance(event, WorkflowForked):
             return state.model_copy(update={"fork": event.payload()})
         if isinstance(event, StepEvaluated):
@@ -146,11 +160,14 @@ class WorkflowBehaviour(Behaviour[WorkflowState]):
 
 
 def eval_limits(limits: dict[str, Any]) -> EvalLimits:
+    """The evaluator's limits among a workflow's `limits` (ValueError for a bad one)."""
     known = EvalLimits.__dataclass_fields__
-    return EvalLimits(**{k: int(v) for k, v in limits.items() if k in known})
+    return EvalLimits(**{k: int(v) for k, v in limits.items() if k in known and v is not None})
 
 
-def build_dispatcher(state: WorkflowState, journal: Journal) -> Dispatcher:
+def build_dispatcher(
+    state: WorkflowState, journal: Journal, elapsed: Callable[[], float] | None = None
+) -> Dispatcher:
     """The components of seed 001, configured from the recorded start of a workflow."""
 
     def handler(max_turns: int, max_tokens: int) -> Handler:
@@ -176,6 +193,7 @@ def build_dispatcher(state: WorkflowState, journal: Journal) -> Dispatcher:
         journal.note,
         eval_limits(state.limits),
         query_handler=lambda: handler(int(query["max_turns"]), int(query["max_tokens"])),
+        elapsed=elapsed,
     )
 
 
@@ -190,8 +208,24 @@ def execute_workflow(
         return state.result
     if state.status != "running":
         raise RuntimeError(f"{shell.stream_id} has not started")
-    journal = Journal(shell, effects, on_events)
-    dispatcher = build_dispatcher(state, journal)
+    appended_at: list[datetime] = []  # the recorded timestamp of the last event appended
+
+    def track(events: list[Event]) -> None:
+        if events:
+            appended_at[:] = [events[-1].timestamp]
+        if on_events is not None:
+            on_events(events)
+
+    journal = Journal(shell, effects, track)
+
+    def elapsed() -> float:
+        """Seconds from the start to the last event appended, by recorded timestamps."""
+        journal.flush()  # the steps noted so far are appended now, and their time recorded
+        if journal.resuming or not appended_at or state.started_at is None:
+            return 0.0  # re-running what the log holds: the log goes on, so the limit was not hit here
+        return (appended_at[0] - state.started_at).total_seconds()
+
+    dispatcher = build_dispatcher(state, journal, elapsed)
     if state.kind == "query":
         result = dispatcher.handle_query(state.text, state.history)
     else:

@@ -63,6 +63,7 @@ class Primitive:
     max_args: int | None = None  # None: any number
     keywords: frozenset[str] | None = None
     doc: str = field(default="", compare=False)
+    world: bool = False  # reaches the world (tasks, tools, memory): its exceptions are not the workflow's
 
     def __repr__(self) -> str:
         return f"<primitive {self.name}>"

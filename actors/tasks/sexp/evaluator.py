@@ -8,26 +8,58 @@ tool, so `(summarize-file :path "x")` is `(call summarize-file :path "x")`.
 
 Evaluation is deterministic given what the World returns; the World records every
 non-deterministic input before handing it over, which is what makes a workflow replayable.
-Every compound form evaluated is a step (reported to the World); steps and nesting depth are
-bounded, so runaway recursion ends as a FAILED result, not a hung process or a crash.
+Every compound form evaluated is a step (reported to the World). Steps, nesting depth, wall
+time, and the size of every value made (integers in bits, strings and lists in characters and
+items, nesting of lists) are bounded (`EvalLimits`), so a runaway workflow ends as a FAILED
+result, not a hung process, a MemoryError or a crash.
+
+Wall time is a non-deterministic input, so it is read only through `elapsed`, every
+TIME_CHECK_EVERY steps: a recorded workflow passes one that reads the recorded clock (see
+`actors.tasks.workflow`), so a replay stops at the same step however fast it runs.
 Errors a workflow author can make raise `SexpError` inside; `run` turns them (and parse
 errors) into FAILED TaskResults that say where and why.
 """
 
 from __future__ import annotations
 
+import math
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
 from actors.tasks.result import SubtaskRequest, TaskResult, failed, from_error
-from actors.tasks.sexp.environment import Lambda, Primitive, Recur, SexpEnvironment, Unbound
+from actors.tasks.sexp.environment import (
+    Lambda,
+    Primitive,
+    Recur,
+    SexpEnvironment,
+    Unbound,
+)
 from actors.tasks.sexp.errors import SexpError
 from actors.tasks.sexp.forms import SPECIAL_FORMS
-from actors.tasks.sexp.parser import Keyword, ParseError, Symbol, parse_program, position, to_source
-from actors.tasks.sexp.primitives import PrimitiveError, display, kind, pure_primitives, show, truthy
+from actors.tasks.sexp.parser import (
+    Keyword,
+    ParseError,
+    Symbol,
+    parse_program,
+    position,
+    to_source,
+)
+from actors.tasks.sexp.primitives import (
+    PrimitiveError,
+    display,
+    kind,
+    measure,
+    pure_primitives,
+    show,
+    truthy,
+)
 
 CONSTANTS = {"true": True, "false": False, "nil": None}
 CONTEXT_KEYWORDS = ("inherited-context", "disable-context")
+TIME_CHECK_EVERY = 50  # steps between two readings of the (recorded) clock
+INT_BITS_PRINTABLE = 14_000  # Python prints integers of up to 4300 digits (about 14,284 bits)
 
 
 @dataclass(frozen=True)
@@ -35,6 +67,18 @@ class EvalLimits:
     max_steps: int = 10_000  # compound forms evaluated in one workflow
     max_depth: int = 120  # nested compound forms (recursion), well inside Python's own limit
     max_continuations: int = 5  # CONTINUATION → subtask hops for one call
+    max_seconds: int = 600  # wall time of the evaluation, checked every TIME_CHECK_EVERY steps
+    max_int_bits: int = 8192  # the largest integer a workflow may make (about 2,466 digits)
+    max_size: int = 1_000_000  # characters of a string; items and characters of a list or map
+    max_nesting: int = 100  # lists and maps within one another in one value
+
+    def __post_init__(self) -> None:
+        for name in self.__dataclass_fields__:
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+                raise ValueError(f"limit {name} must be a positive integer, not {value!r}")
+        if self.max_int_bits > INT_BITS_PRINTABLE:
+            raise ValueError(f"limit max_int_bits must be at most {INT_BITS_PRINTABLE}, not {self.max_int_bits}")
 
 
 class World(Protocol):
@@ -76,29 +120,49 @@ class NullWorld:
 
 
 class SexpEvaluator:
-    def __init__(self, world: World | None = None, limits: EvalLimits = EvalLimits()) -> None:
+    def __init__(
+        self,
+        world: World | None = None,
+        limits: EvalLimits = EvalLimits(),
+        elapsed: Callable[[], float] | None = None,
+    ) -> None:
+        """`elapsed()`: seconds since the workflow started; by default the process's own clock
+        from now (nothing recorded: tests, syntax checks). A recorded workflow passes one that
+        reads its recorded clock, so that replay decides the same."""
         self.world = world or NullWorld()
         self.limits = limits
         self.steps = 0
-        self.globals = SexpEnvironment({**CONSTANTS, **pure_primitives(), **self._world_primitives()})
+        if elapsed is None:
+            began = time.monotonic()
+
+            def elapsed() -> float:
+                return time.monotonic() - began
+
+        self.elapsed = elapsed
+        primitives = pure_primitives(limits.max_int_bits)
+        self.globals = SexpEnvironment({**CONSTANTS, **primitives, **self._world_primitives()})
 
     # -- entry points ----------------------------------------------------------------------
 
     def run(self, text: str, params: dict[str, Any] | None = None) -> TaskResult:
         """Evaluate a workflow; always a TaskResult (FAILED for parse and evaluation errors)."""
         try:
-            value = self.evaluate_string(text, params)
+            return as_result(self.evaluate_string(text, params))
         except ParseError as e:
             return failed("sexp_error", "parse_error", str(e), {"line": e.line, "column": e.column})
         except SexpError as e:
             return from_error(e.error, steps=self.steps)
         except RecursionError:
             return failed("sexp_error", "depth_limit", "evaluation nested too deeply for the interpreter")
-        return as_result(value)
+        except MemoryError:
+            return failed("sexp_error", "size_limit", "the workflow ran out of memory", steps=self.steps)
 
     def evaluate_string(self, text: str, params: dict[str, Any] | None = None) -> Any:
         forms = parse_program(text)
-        env = self.globals.extend(dict(params or {}))
+        params = dict(params or {})
+        for name, value in params.items():
+            self.checked(value, None, f"parameter {name}")
+        env = self.globals.extend(params)
         value: Any = None
         for form in forms:
             value = self.value(form, env, 0)
@@ -133,6 +197,10 @@ class SexpEvaluator:
             )
         line, column = position(expr)
         self.world.on_step(self.steps, depth, short(expr), line, column)
+        if self.steps % TIME_CHECK_EVERY == 0 and self.elapsed() > self.limits.max_seconds:
+            raise SexpError(
+                "time_limit", f"the workflow ran longer than {self.limits.max_seconds} s", expr, {"step": self.steps}
+            )
         head = expr[0]
         if isinstance(head, Symbol):
             special = SPECIAL_FORMS.get(head.name)
@@ -173,9 +241,35 @@ class SexpEvaluator:
         if n < fn.min_args or (fn.max_args is not None and n > fn.max_args):
             raise SexpError("arity", f"{fn.name} takes {fn.arity()} argument(s), given {n}", at)
         try:
-            return fn.fn(*positional, **keywords)
+            return self.checked(fn.fn(*positional, **keywords), at, fn.name)
         except PrimitiveError as e:
-            raise SexpError("type_error", f"{fn.name}: {e}", at) from None
+            raise SexpError(e.reason, f"{fn.name}: {e}", at) from None
+        except (ArithmeticError, TypeError, ValueError) as e:
+            if fn.world:
+                raise  # the world's own failures (a replay divergence, ...) are not the workflow's
+            raise SexpError("type_error", f"{fn.name}: {type(e).__name__}: {e}", at) from None
+
+    def checked(self, value: Any, at: Any, what: str) -> Any:
+        """`value`, if it is within the limits on integers, strings, lists and maps."""
+        lim = self.limits
+        if isinstance(value, bool) or value is None:
+            return value
+        if isinstance(value, int):
+            if value.bit_length() > lim.max_int_bits:
+                raise SexpError("number_limit", f"{what}: an integer of more than {lim.max_int_bits} bits", at)
+            return value
+        if isinstance(value, float):
+            if not math.isfinite(value):
+                raise SexpError("number_limit", f"{what}: the number is not finite", at)
+            return value
+        size, nesting = measure(value)
+        if size > lim.max_size:
+            raise SexpError(
+                "size_limit", f"{what}: a value larger than {lim.max_size} (characters, items) — the size limit", at
+            )
+        if nesting > lim.max_nesting:
+            raise SexpError("size_limit", f"{what}: lists nested deeper than {lim.max_nesting}", at)
+        return value
 
     def body(self, body: list[Any], env: SexpEnvironment, depth: int, tail: bool) -> Any:
         result: Any = None
@@ -246,9 +340,12 @@ class SexpEvaluator:
             query = kw.pop("query", query)
             if query is None:
                 raise PrimitiveError("needs a query: (get_context :query \"...\")")
+            max_results = kw.get("max-results", 3)
+            if isinstance(max_results, bool) or not isinstance(max_results, int) or not 0 < max_results <= 100:
+                raise PrimitiveError(f":max-results is a whole number from 1 to 100, not {show(max_results)}")
             result = self.world.get_context(
                 display(query),
-                int(kw.get("max-results", 3)),
+                max_results,
                 None if kw.get("inherited-context") is None else display(kw["inherited-context"]),
                 truthy(kw.get("disable-context", False)),
             )
@@ -273,10 +370,12 @@ class SexpEvaluator:
 
         return {
             "get_context": Primitive(
-                "get_context", get_context, 0, 1, frozenset({"query", "max-results", *CONTEXT_KEYWORDS})
+                "get_context", get_context, 0, 1, frozenset({"query", "max-results", *CONTEXT_KEYWORDS}), world=True
             ),
-            "system:run_script": Primitive("system:run_script", run_script, 0, 1, frozenset({"command", "timeout"})),
-            "system:read_files": Primitive("system:read_files", read_files, 0, None),
+            "system:run_script": Primitive(
+                "system:run_script", run_script, 0, 1, frozenset({"command", "timeout"}), world=True
+            ),
+            "system:read_files": Primitive("system:read_files", read_files, 0, None, world=True),
         }
 
 

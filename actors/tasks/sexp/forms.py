@@ -12,8 +12,7 @@ from typing import Any, Protocol
 from actors.tasks.sexp.environment import Lambda, Recur, SexpEnvironment
 from actors.tasks.sexp.errors import SexpError
 from actors.tasks.sexp.parser import Form, Symbol, position
-from actors.tasks.sexp.primitives import kind, show, truthy
-
+from actors.tasks.sexp.primitives import kind, make_list, show, truthy
 
 
 class SexpEvaluator(Protocol):
@@ -30,6 +29,8 @@ class SexpEvaluator(Protocol):
     def body(self, body: list[Any], env: SexpEnvironment, depth: int, tail: bool) -> Any: ...
 
     def invoke(self, name: str, at: Any, arg_forms: list[Any], env: SexpEnvironment, depth: int) -> Any: ...
+
+    def checked(self, value: Any, at: Any, what: str) -> Any: ...
 
 
 def _expect(form: Form, low: int, high: int | None, shape: str) -> None:
@@ -161,7 +162,7 @@ def _map(ev: SexpEvaluator, form: Form, env: SexpEnvironment, depth: int) -> lis
         return []
     if not isinstance(items, list):
         raise SexpError("type_error", f"map: the second argument must be a list, not {kind(items)} {show(items)}", form)
-    return [ev.apply(fn, [item], form, depth) for item in items]
+    return ev.checked(make_list([ev.apply(fn, [item], form, depth) for item in items]), form, "map")
 
 
 def _call(ev: SexpEvaluator, form: Form, env: SexpEnvironment, depth: int) -> Any:

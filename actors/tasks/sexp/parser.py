@@ -6,11 +6,14 @@ A program is one or more expressions. Atoms: integers, floats, strings in double
 
 Lists come back as `Form` (a `list` that also knows its line and column) and symbols as
 `Symbol`, so error messages can say where; positions never take part in equality, so
-`parse(to_source(tree)) == tree` holds for every tree the parser can produce.
+`parse(to_source(tree)) == tree` holds for every tree the parser can produce. The reader
+refuses what it could not print back or that would exhaust Python's stack: nesting deeper
+than MAX_NESTING, integers longer than MAX_INT_DIGITS, floats too large to be finite.
 """
 
 from __future__ import annotations
 
+import math
 import re
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +23,8 @@ ESCAPES = {"n": "\n", "t": "\t", "r": "\r", '"': '"', "\\": "\\"}
 UNESCAPES = {v: "\\" + k for k, v in ESCAPES.items()}
 _INT = re.compile(r"[+-]?[0-9]+\Z")
 _FLOAT = re.compile(r"[+-]?([0-9]+\.[0-9]*|\.[0-9]+|[0-9]+)([eE][+-]?[0-9]+)?\Z")
+MAX_NESTING = 200  # nested lists and quotes: far more than a workflow needs, well inside Python's stack
+MAX_INT_DIGITS = 4000  # below Python's int <-> str limit (4300 digits), so every integer prints back
 
 
 class ParseError(ValueError):
@@ -81,6 +86,7 @@ class _Reader:
         self.i = 0
         self.line = 1
         self.col = 1
+        self.depth = 0  # lists and quotes open around the expression being read
 
     def peek(self) -> str:
         return self.text[self.i] if self.i < len(self.text) else ""
@@ -114,19 +120,26 @@ class _Reader:
             raise self.error("expected an expression, found the end of the input")
         line, col = self.line, self.col
         c = self.peek()
-        if c == "(":
-            return self.read_list(line, col)
+        if c in "('":
+            if self.depth >= MAX_NESTING:
+                raise self.error(f"expressions nested deeper than {MAX_NESTING} levels", line, col)
+            self.depth += 1
+            try:
+                return self.read_list(line, col) if c == "(" else self.read_quoted(line, col)
+            finally:
+                self.depth -= 1
         if c == ")":
             raise self.error("unexpected ')' with no '(' to close")
-        if c == "'":
-            self.advance()
-            self.skip_blank()
-            if self.i >= len(self.text) or self.peek() == ")":
-                raise self.error("expected an expression after the quote mark \"'\"")
-            return Form.at([Symbol("quote", line, col), self.read()], line, col)
         if c == '"':
             return self.read_string(line, col)
         return self.read_atom(line, col)
+
+    def read_quoted(self, line: int, col: int) -> Form:
+        self.advance()
+        self.skip_blank()
+        if self.i >= len(self.text) or self.peek() == ")":
+            raise self.error("expected an expression after the quote mark \"'\"")
+        return Form.at([Symbol("quote", line, col), self.read()], line, col)
 
     def read_list(self, line: int, col: int) -> Form:
         self.advance()
@@ -183,14 +196,23 @@ class _Reader:
             self.advance()
         token = self.text[start : self.i]
         if _INT.match(token):
+            if len(token.lstrip("+-")) > MAX_INT_DIGITS:
+                raise self.error(f"an integer of more than {MAX_INT_DIGITS} digits", line, col)
             return int(token)
         if _FLOAT.match(token):
-            return float(token)
+            number = float(token)
+            if math.isinf(number):
+                raise self.error(f"the number {_clip(token)} is too large (the largest is about 1.8e308)", line, col)
+            return number
         if token.startswith(":"):
             if len(token) == 1:
                 raise self.error("expected a keyword name after ':'", line, col)
             return Keyword(token[1:])
         return Symbol(token, line, col)
+
+
+def _clip(token: str, n: int = 24) -> str:
+    return token if len(token) <= n else token[: n - 1] + "…"
 
 
 def parse_program(text: str) -> list[Any]:

@@ -5,7 +5,7 @@ prints the run id, then each tool call as it happens (on stderr), then the answe
 its `<answer>` tags and the files and line ranges it relied on (on stdout).
 
 Exit status, as for `chorus run`: 0 answered; 1 the run failed (its error is printed);
-2 bad input or configuration, in one line, with nothing written to the log (a missing or
+130 interrupted (Ctrl-C or SIGTERM: the run is cancelled first); 2 bad input or configuration, in one line, with nothing written to the log (a missing or
 empty repositories folder, an empty question, an unreachable model endpoint).
 """
 
@@ -22,6 +22,7 @@ from actors.codeqa.config import CodeQaConfig
 from actors.codeqa.orchestrator import TOOLS
 from actors.codeqa.repos import list_repositories
 from actors.runtime.client import Client
+from actors.runtime.console import cancel_on_interrupt
 from actors.runtime.progress import describe
 from actors.runtime.registry import Registry
 from events.runs import Budget
@@ -81,8 +82,12 @@ def cmd_ask(args: argparse.Namespace) -> int:
 
 def follow_question(handle: Any, *, quiet: bool = False, out: TextIO | None = None, err: TextIO | None = None) -> int:
     """Show the run's steps as they happen, then the answer and its sources (0) or the
-    error (1)."""
+    error (1); interrupted (Ctrl-C, SIGTERM), the run is cancelled (130)."""
 
+    return cancel_on_interrupt(handle, lambda: _follow_question(handle, quiet, out, err), err)
+
+
+def _follow_question(handle: Any, quiet: bool, out: TextIO | None, err: TextIO | None) -> int:
     out = out or sys.stdout
     err = err or sys.stderr
     kind = Registry.run_kind(ORCHESTRATOR)

@@ -6,6 +6,8 @@
         for rec in run.events():             # live, until the run ends
             print(rec.event.type_name)
         print(run.wait().answer)
+        # or stop it: run.cancel() (or chorus.cancel(run_id)) records it as failed
+        # (`cancelled`) and stops its actors, its tools and the scripts they started
 
 `Client(address="HOST:PORT")` joins an existing Ray cluster instead; its store must then
 be PostgreSQL, since a SQLite file cannot be shared between nodes.
@@ -15,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import uuid
 from collections.abc import Iterator
@@ -26,6 +29,7 @@ from actors.runtime.perform import tool_error_message
 from actors.runtime.registry import Registry
 from actors.runtime.run import (
     TERMINAL_TYPES,
+    Cancel,
     Fail,
     RunLifecycle,
     RunState,
@@ -79,6 +83,8 @@ class RunHandle:
         self.run_id = run_id
         self._ref = ref
         self._actor = actor
+        self._cancelled = False  # then the actor's death is ours: nothing more to record
+        self._watchers: list[threading.Thread] = []
 
     def wait(self, timeout: float | None = None) -> RunResult:
         """Block until the run ends; returns its result as the log records it."""
@@ -90,7 +96,8 @@ class RunHandle:
             except ray.exceptions.GetTimeoutError:
                 raise TimeoutError(f"run {self.run_id} still running after {timeout}s") from None
             except Exception as e:  # the actor died for good: record it so the run ends
-                self.client.fail_run(self.run_id, e)
+                if not self._cancelled:
+                    self.client.fail_run(self.run_id, e)
         else:
             for _ in self.events(timeout=timeout):
                 pass
@@ -102,7 +109,16 @@ class RunHandle:
         try:
             ray.get(self._ref)
         except Exception as e:
-            self.client.fail_run(self.run_id, e)
+            if not self._cancelled:
+                self.client.fail_run(self.run_id, e)
+
+    def cancel(self, message: str = "the run was cancelled") -> RunResult:
+        """Stop the run: see `Client.cancel`."""
+        self._cancelled = True
+        result = self.client.cancel(self.run_id, message=message, actor=self._actor)
+        for watcher in self._watchers:  # each sees the actor's death now; let it end before
+            watcher.join(timeout=30)  # the process does (Ray must not shut down under it)
+        return result
 
     @property
     def result(self) -> RunResult:
@@ -117,7 +133,9 @@ class RunHandle:
         stop = threading.Event()
         if self._ref is not None:
             # If the actor dies for good, no terminal event would come: record one.
-            threading.Thread(target=self._watch, daemon=True).start()
+            watcher = threading.Thread(target=self._watch, daemon=True)
+            watcher.start()
+            self._watchers.append(watcher)
         for rec in store.follow(run_id=self.run_id, stop=stop, timeout=timeout):
             yield rec
             if rec.event.type_name in TERMINAL_TYPES:
@@ -250,12 +268,15 @@ class Client:
 
     def spawn(self, run_id: str, actor_class: type, name: str, args: tuple[Any, ...], start: tuple[Any, ...]) -> RunHandle:
         """Serve a run on a Ray actor `actor_class(*args)` named `name`, calling its
-        `serve(*start)`; Ray restarts it and retries the call after a crash."""
+        `serve(*start)`; Ray restarts it and retries the call after a crash. An actor class
+        with a `stop()` method gets a second thread, so `cancel` can call it while `serve`
+        runs."""
         import ray  # lazily: reading runs (`chorus runs`, replay) needs no Ray
 
+        concurrency = 2 if callable(getattr(actor_class, "stop", None)) else 1
         actor = (
             ray.remote(actor_class)
-            .options(name=name, max_restarts=3, max_task_retries=3, num_cpus=0)
+            .options(name=name, max_restarts=3, max_task_retries=3, num_cpus=0, max_concurrency=concurrency)
             .remote(*args)
         )
         return RunHandle(self, run_id, actor.serve.remote(*start), actor)
@@ -306,6 +327,41 @@ class Client:
         shell = ActorShell(RunLifecycle(), run_stream(run_id), self.store, run_id=run_id).load()
         error = ErrorInfo(type="actor_died", reason=type(exc).__name__, message=tool_error_message(exc)[:500])
         shell.handle(Fail(key="finish", error=error))
+
+    def cancel(self, run_id: str, *, message: str = "the run was cancelled", actor: Any = None) -> RunResult:
+        """Stop a run: record it as failed with an error of type `cancelled` (RunFailed), then
+        stop the Ray actor serving it (`actor`, or the one named after its lead stream), which
+        takes its tool actors with it. Idempotent: a finished run stays as it ended.
+        UnknownRun for an id the store does not hold."""
+        state = self.run_state(run_id)
+        shell = ActorShell(RunLifecycle(), run_stream(run_id), self.store, run_id=run_id).load()
+        shell.handle(Cancel(key="cancel", message=message))  # first: so no watcher records `actor_died`
+        self._stop_actor(actor, state.lead_stream)
+        return self.run_result(run_id)
+
+    def _stop_actor(self, actor: Any, name: str | None) -> None:
+        if self.address and "ray" not in sys.modules:
+            self.ensure_ray()  # a cluster: its actors may have been started by another client
+        if "ray" not in sys.modules:
+            return  # no Ray in this process, and none to join: it runs none of this run's actors
+        import ray  # lazily: reading runs needs no Ray; only stopping an actor does
+
+        if not ray.is_initialized():
+            return
+        if actor is None and name:
+            try:
+                actor = ray.get_actor(name)  # the namespace `spawn` named it in
+            except ValueError:
+                return  # gone already
+        if actor is None:
+            return
+        try:
+            ray.get(actor.stop.remote(), timeout=10)  # an actor's own clean-up (scripts it started)
+        except AttributeError:
+            pass  # the actor has no `stop`
+        except Exception:  # dead or stuck: killing it below is what matters
+            logging.getLogger(__name__).debug("stop of %s failed", name, exc_info=True)
+        ray.kill(actor, no_restart=True)
 
 
 

@@ -2,14 +2,19 @@
 store the environment names, a run followed live on the terminal, events as JSON.
 
 Exit status, for every verb: 0 on success; 1 when a run fails; 2 for bad input or
-configuration (one line on stderr, nothing written to the log).
+configuration (one line on stderr, nothing written to the log); 130 when a run being
+followed is interrupted (Ctrl-C or SIGTERM): it is cancelled first (`Client.cancel`).
 """
 
 from __future__ import annotations
 
+import signal
 import sys
+import threading
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from datetime import datetime
-from typing import Any
+from typing import Any, TextIO
 
 from actors.runtime.client import LlmUnavailable, RunHandle
 from actors.runtime.errors import UserError
@@ -53,9 +58,62 @@ def open_store(url: str | None = None) -> EventStore:
     return EventStore(url or Settings.from_env().store_url)
 
 
+CANCELLED = 130  # the shell's code for a process ended by SIGINT
+
+
+def _interrupt(signum: int, frame: Any) -> None:
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+@contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """Inside, SIGTERM interrupts this process like Ctrl-C (KeyboardInterrupt), so a run
+    followed on the terminal is cancelled either way. Only the CLI process's main thread
+    can install it; elsewhere this does nothing."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, _interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def cancel_on_interrupt(handle: RunHandle, follow: Callable[[], int], err: TextIO | None = None) -> int:
+    """`follow()`'s exit status; on Ctrl-C or SIGTERM, the run is cancelled (recorded as
+    failed, `cancelled`, and its actors stopped), one line says so, and the status is 130."""
+    try:
+        with sigterm_interrupts():
+            return follow()
+    except KeyboardInterrupt:
+        pass
+    with _ignoring_interrupts():  # a second Ctrl-C must not leave the run half-cancelled
+        handle.cancel(message="interrupted from the terminal")
+    print(f"chorus: run {handle.run_id} cancelled", file=err or sys.stderr, flush=True)
+    return CANCELLED
+
+
+@contextmanager
+def _ignoring_interrupts() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = {s: signal.signal(s, signal.SIG_IGN) for s in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
 def follow_run(handle: RunHandle, quiet: bool = False) -> int:
     """Show a run's steps on stderr as they happen, then its answer on stdout (0) or its
-    error (1)."""
+    error (1); interrupted, the run is cancelled (130)."""
+    return cancel_on_interrupt(handle, lambda: _follow_run(handle, quiet))
+
+
+def _follow_run(handle: RunHandle, quiet: bool) -> int:
     state = handle.client.run_state(handle.run_id)
     kind = Registry.run_kind(state.agent) if state.agent else Registry.default_run_kind()
     for rec in handle.events():

@@ -1,7 +1,7 @@
 """A run's lifecycle as a tiny behaviour: submitted → started → completed | failed.
 
 Its stream is `run:{run_id}`. The client appends RunSubmitted; the actor serving the run
-appends the rest. Every command is idempotent by state (starting a started run appends
+appends the rest, or the client `Cancel`s it (RunFailed with an error of type `cancelled`). Every command is idempotent by state (starting a started run appends
 nothing), so a retried lead actor cannot start or finish a run twice.
 """
 
@@ -60,6 +60,13 @@ class Fail(Command):
     error: ErrorInfo
 
 
+class Cancel(Command):
+    """A person stopped the run (Ctrl-C, SIGTERM, `Client.cancel`): it fails as `cancelled`."""
+
+    reason: str = "interrupted"
+    message: str = "the run was cancelled"
+
+
 class RunLifecycle(Behaviour[RunState]):
     name = "run"
     state_type = RunState
@@ -89,6 +96,10 @@ class RunLifecycle(Behaviour[RunState]):
             ]
         if isinstance(command, Fail):
             return [RunFailed(error=command.error)]
+        if isinstance(command, Cancel):
+            if state.status == "new":
+                return []  # nothing was submitted: nothing to cancel
+            return [RunFailed(error=ErrorInfo(type="cancelled", reason=command.reason, message=command.message))]
         raise TypeError(f"run cannot handle {type(command).__name__}")
 
     def evolve(self, state: RunState, event: Event) -> RunState:

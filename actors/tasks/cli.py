@@ -7,7 +7,11 @@
     chorus task --repl                                      # /task ... commands and plain questions
 
 Prints `run <id>`, then each step on stderr as it happens, then the TaskResult on stdout.
-Exit status: 0 COMPLETE, 1 FAILED, 2 bad input (one line; nothing written to the log).
+Exit status: 0 COMPLETE, 1 FAILED, 2 bad input (one line; nothing written to the log),
+130 interrupted (Ctrl-C or SIGTERM: the run is cancelled first, and the REPL ends).
+
+A workflow's tool calls are at-least-once: a call cut off by a crash runs again when the
+actor resumes. `--at-most-once` reports such a call as FAILED (`interrupted`) instead.
 """
 
 from __future__ import annotations
@@ -21,9 +25,15 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from actors.runtime.client import Client
-from actors.runtime.console import is_user_error, one_line
+from actors.runtime.console import (
+    CANCELLED,
+    cancel_on_interrupt,
+    is_user_error,
+    one_line,
+)
 from actors.runtime.errors import UserError
 from actors.tasks.client import result_of, submit_task
+from actors.tasks.journal import AT_MOST_ONCE
 from actors.tasks.progress import describe
 from actors.tasks.result import TaskResult
 from actors.tasks.sexp.parser import ParseError, parse_program
@@ -44,6 +54,10 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--index", metavar="auto|FILE.json", help="memory index: built from the workspace, or path -> description")
     p.add_argument("--max-steps", type=int, help="evaluation steps allowed (default 10000)")
     p.add_argument("--max-depth", type=int, help="nesting allowed, i.e. recursion (default 120)")
+    p.add_argument("--max-seconds", type=int, help="wall time the workflow may take, in seconds (default 600)")
+    p.add_argument("--max-tool-seconds", type=int, help="a tool call's timeout (default 120; scripts: :timeout)")
+    p.add_argument("--at-most-once", action="store_true",
+                   help="a tool call cut off by a crash is reported FAILED (interrupted), not run again")  # fmt: skip
     p.add_argument("--repl", action="store_true", help="interactive: /task commands and plain questions")
     p.add_argument("--json", action="store_true", help="print the TaskResult as JSON")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the result")
@@ -81,7 +95,13 @@ def _options(args: argparse.Namespace) -> dict[str, Any]:
         "template_dirs": list(args.templates),
         "workspace": args.workspace,
         "index": args.index,
-        "limits": {"max_steps": args.max_steps, "max_depth": args.max_depth},
+        "limits": {
+            "max_steps": args.max_steps,
+            "max_depth": args.max_depth,
+            "max_seconds": args.max_seconds,
+            "max_tool_seconds": args.max_tool_seconds,
+            AT_MOST_ONCE: 1 if args.at_most_once else None,
+        },
     }
 
 
@@ -116,24 +136,30 @@ def follow_task(
     client: Any, text: str, options: dict[str, Any], *, quiet: bool = False, as_json: bool = False,
     out: TextIO | None = None, err: TextIO | None = None,
 ) -> tuple[int, TaskResult]:  # fmt: skip
-    """Submit, show each step as it happens, print the result; (exit status, result)."""
+    """Submit, show each step as it happens, print the result; (exit status, result).
+    Interrupted (Ctrl-C, SIGTERM), the run is cancelled and the status is 130."""
 
     out, err = out or sys.stdout, err or sys.stderr
     handle = submit_task(client, text, **options)
     print(f"run {handle.run_id}", file=out, flush=True)
-    for rec in handle.events():
-        if not quiet:
-            line = describe(rec.event)
-            if line:
-                print(line, file=err, flush=True)
-    handle.wait()
-    result = result_of(client, handle)
-    print(format_result(result, as_json), file=out, flush=True)
-    if result.status == "FAILED":
-        error = result.error.line() if result.error else "FAILED"
-        print(f"chorus: run {handle.run_id} failed: {error}", file=err, flush=True)
-        return 1, result
-    return 0, result
+
+    def follow() -> int:
+        for rec in handle.events():
+            if not quiet:
+                line = describe(rec.event)
+                if line:
+                    print(line, file=err, flush=True)
+        handle.wait()
+        result = result_of(client, handle)
+        print(format_result(result, as_json), file=out, flush=True)
+        if result.status == "FAILED":
+            error = result.error.line() if result.error else "FAILED"
+            print(f"chorus: run {handle.run_id} failed: {error}", file=err, flush=True)
+            return 1
+        return 0
+
+    status = cancel_on_interrupt(handle, follow, err)
+    return status, result_of(client, handle)
 
 
 def format_result(result: TaskResult, as_json: bool = False) -> str:
@@ -152,7 +178,7 @@ def format_result(result: TaskResult, as_json: bool = False) -> str:
 
 REPL_HELP = """\
 /task (S-EXPRESSION)          run a workflow, e.g. /task (call summarize-file :path "README.md")
-/task NAME key=value ...      run one atomic task or direct tool
+/task NAME key=value ...      run one atomic task or direct tool (or --param key=value)
 /history  /clear              show or forget the conversation
 /help  /exit                  this text; leave
 anything else                 a question, answered from the workspace files with the conversation so far"""
@@ -181,13 +207,16 @@ def repl(client: Any, options: dict[str, Any], stdin: TextIO, stdout: TextIO, *,
                 history.clear()
             elif line == "/task" or line.startswith("/task "):
                 text, params = parse_task_command(line[len("/task"):].strip())
-                run_and_print(client, text, {**options, "params": params}, quiet=quiet, out=stdout)
+                if run_and_print(client, text, {**options, "params": params}, quiet=quiet, out=stdout) == CANCELLED:
+                    return CANCELLED
             elif line.startswith("/"):
                 print(f"error: unknown command {line.split()[0]} (try /help)", file=stdout)
             else:
-                _, result = follow_task(
+                status, result = follow_task(
                     client, line, {**options, "kind": "query", "history": list(history)}, quiet=quiet, out=stdout
                 )
+                if status == CANCELLED:
+                    return CANCELLED
                 if result.ok:
                     history.extend([{"role": "user", "content": line}, {"role": "assistant", "content": result.text()}])
                     del history[:-HISTORY_KEPT]
@@ -221,15 +250,40 @@ def _read_entry(stdin: TextIO, stdout: TextIO, interactive: bool) -> str | None:
 
 
 def parse_task_command(rest: str) -> tuple[str, dict[str, Any]]:
-    """`(sexp ...)` as it is, or `NAME key=value ...` (also `--param key=value`)."""
+    """`(sexp ...)` as it is, or `NAME key=value ...`; a parameter may also be given as
+    `--param key=value` (or `-p`, `--param=key=value`), before or after the name, and
+    before an S-expression."""
 
-    if not rest:
-        raise UserError("/task needs an S-expression or a task name")
-    if rest.startswith(("(", ";", "'")):
-        return rest, {}
+    pairs: list[str] = []
+    name: str | None = None
+    lexer = shlex.shlex(rest, posix=True)
+    lexer.whitespace_split = True
+    lexer.commenters = ""
     try:
-        words = shlex.split(rest)
+        while True:
+            ahead = rest[lexer.instream.tell():].lstrip()  # type: ignore[attr-defined]
+            if name is None and ahead.startswith(("(", ";", "'")):
+                return ahead, parse_params(pairs)
+            word = lexer.get_token()
+            if word is None:
+                break
+            if word in ("--param", "-p"):
+                value = lexer.get_token()
+                if value is None:
+                    raise UserError(f"/task: {word} needs KEY=VALUE")
+                pairs.append(value)
+            elif word.startswith("--param="):
+                pairs.append(word[len("--param="):])
+            elif word.startswith("-"):
+                raise UserError(f"/task: unknown option {word} (parameters are KEY=VALUE or --param KEY=VALUE)")
+            elif name is None and "=" not in word:
+                name = word
+            elif "=" in word:
+                pairs.append(word)
+            else:
+                raise UserError(f"/task runs one task, not {name!r} and {word!r}: parameters are KEY=VALUE")
     except ValueError as e:
         raise UserError(f"/task: {e}") from None
-    name, pairs = words[0], [w for w in words[1:] if w not in ("--param", "-p")]
+    if name is None:
+        raise UserError("/task needs an S-expression or a task name")
     return name, parse_params(pairs)

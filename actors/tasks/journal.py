@@ -9,6 +9,12 @@ A restarted actor re-runs the workflow from the top against its own log: facts a
 the log are checked, not appended again, and effects the log holds are served from it; the
 first thing the log does not hold runs live. So a crash costs at most the call in flight.
 
+A tool call's start (`ToolCalled`) is appended before the tool runs, its result
+(`ToolReturned`) after. A call whose start the log holds without a result was cut off by a
+crash; by default it runs again on resume (at-least-once, like Temporal's activities). A
+workflow started with the limit `at_most_once=1` gets a FAILED result of type
+`interrupted` for it instead, and the tool is not run again (at-most-once).
+
 A forked workflow (`WorkflowForked`) may send its later LLM calls to another model or with
 other parameters: the Journal retargets each request by the recorded rule before it is
 checked or made, so a fork resumes and replays to the same requests.
@@ -23,11 +29,21 @@ from actors.runtime.behaviour import Command
 from actors.runtime.effects import Effects
 from actors.runtime.llm.types import LlmRequest
 from events.base import Event
-from events.effects import LlmCompleted, LlmFailed, LlmRequested, ToolCalled, ToolReturned
+from events.effects import (
+    LlmCompleted,
+    LlmFailed,
+    LlmRequested,
+    ToolCalled,
+    ToolReturned,
+)
+from events.errors import ErrorInfo
 from events.tasks import WorkflowForked
 
 if TYPE_CHECKING:  # the shell is the runtime's: it brings the store, which a pure core must not
     from actors.runtime.shell import ActorShell
+
+
+AT_MOST_ONCE = "at_most_once"  # the workflow limit: 1 = never run a cut-off tool call again
 
 
 class Record(Command):
@@ -60,6 +76,8 @@ class Journal:
         self._cursor = 0
         self._logged_llm = {e.call_index for e in self._log if isinstance(e, (LlmCompleted, LlmFailed))}
         self._logged_tools = {e.call_index for e in self._log if isinstance(e, ToolReturned)}
+        self._started_tools = {e.call_index for e in self._log if isinstance(e, ToolCalled)}
+        self.at_most_once = bool(getattr(shell.state, "limits", {}).get(AT_MOST_ONCE))
 
     @property
     def resuming(self) -> bool:
@@ -91,10 +109,20 @@ class Journal:
         index = self.tool_calls
         if index in self._logged_tools:
             recorded = self._served(ToolCalled, ToolReturned, ToolReturned, index)
+            self._record(self._take() + list(recorded))
+            return recorded[-1]  # type: ignore[return-value]
+        called = ToolCalled(tool=name, args=args, call_index=index)
+        cut_off = index in self._started_tools  # a previous life started it; no result came
+        self._record(self._take() + [called])  # durable before the tool touches the world
+        if cut_off and self.at_most_once:
+            returned = interrupted(called)
         else:
             recorded = self.effects.tool(name, args, index)
-        self._record(self._take() + list(recorded))
-        return recorded[-1]  # type: ignore[return-value]
+            if type(recorded[0]) is not ToolCalled or recorded[0].payload() != called.payload():
+                raise JournalDivergence(f"tool call {index} ({name}) was served a different call")
+            returned = recorded[-1]  # type: ignore[assignment]
+        self._record([returned])
+        return returned
 
     # -- internals -------------------------------------------------------------------------
 
@@ -126,6 +154,18 @@ class Journal:
         )
         if self.on_events is not None:
             self.on_events(appended)
+
+
+def interrupted(called: ToolCalled) -> ToolReturned:
+    """The result of a tool call cut off by a crash, in an at-most-once workflow."""
+    message = f"{called.tool} was interrupted by a crash and is not run again (at-most-once)"
+    return ToolReturned(
+        tool=called.tool,
+        call_index=called.call_index,
+        ok=False,
+        output=f"Error: {message}",
+        error=ErrorInfo(type="interrupted", reason="crash", message=message),
+    )
 
 
 def retarget(request: LlmRequest, retargets: Sequence[dict[str, Any]], call_index: int) -> LlmRequest:

@@ -17,6 +17,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from actors.cli.paths import writable_file
 from actors.runtime.console import open_store
 from projections.audit_query import AuditEvent, AuditTrail, LlmCall, Usage
 
@@ -85,7 +86,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    _writable(args.out)
+    writable_file(args.out)
     with _trail(args) as trail:
         n = trail.export_jsonl(args.out, run_id=args.run)
     print(f"wrote {n} events{f' of run {args.run}' if args.run else ''} to {args.out}")
@@ -94,7 +95,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_llm_calls(args: argparse.Namespace) -> int:
     if args.out is not None:
-        _writable(args.out)
+        writable_file(args.out)
         if args.stream is not None:
             raise ValueError("--out writes whole runs: leave out --stream")
     with _trail(args) as trail:
@@ -144,12 +145,6 @@ class _trail:
 
     def __exit__(self, *exc: object) -> None:
         self.store.close()
-
-
-def _writable(path: Path) -> None:
-    folder = path.parent if str(path.parent) else Path(".")
-    if not folder.is_dir():
-        raise FileNotFoundError(f"cannot write {path}: folder {folder} does not exist")
 
 
 def _event_line(e: AuditEvent) -> str:

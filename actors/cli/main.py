@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from actors.cli import views
+from actors.cli.paths import writable_file
 from actors.runtime.client import DEFAULT_LLM_PARAMS, Client
 from actors.runtime.console import (
     event_json,
@@ -48,6 +49,9 @@ from actors.runtime.settings import Settings
 
 __all__ = ["UserError", "main"]
 
+# A path a person gave (or CHORUS_DATA_DIR) that is a file, a folder or not theirs: one line.
+PATH_ERRORS = (NotADirectoryError, IsADirectoryError, PermissionError)
+
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = _parser()
@@ -64,7 +68,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0
     except Exception as e:  # noqa: BLE001 - the one place exceptions become one line
-        if not is_user_error(e):
+        if not (is_user_error(e) or isinstance(e, PATH_ERRORS)):
             raise
         print(f"chorus: error: {one_line(e)}", file=sys.stderr)
         return 2
@@ -132,6 +136,8 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def cmd_runs(args: argparse.Namespace) -> int:
+    if args.limit < 1:
+        raise UserError(f"--limit must be at least 1, not {args.limit}")
     with Client(start_ray=False) as client:
         rows = client.runs(limit=args.limit)
     if args.json:
@@ -178,6 +184,8 @@ def cmd_state(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
+    if args.fixture and args.run_id:
+        raise UserError("give a RUN_ID or --fixture FILE, not both")
     if args.fixture:
         store, run_id = load_fixture(args.fixture)
     elif args.run_id:
@@ -225,6 +233,7 @@ def cmd_diff(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    writable_file(args.out)  # before opening the store: bad input writes nothing
     with open_store() as store:
         n = export_run(store, args.run_id, args.out)
     print(f"wrote {n} events of run {args.run_id} to {args.out}")

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from actors.cli.audit import add_parsers as add_audit
+from actors.cli.paths import writable_file
 from actors.runtime.console import open_store
 from actors.runtime.replay import snapshot_at
 from events.store import EventStore
@@ -97,8 +98,8 @@ def cmd_follow(args: argparse.Namespace) -> int:
 
 
 def cmd_snapshot(args: argparse.Namespace) -> int:
-    if args.out is not None and not (args.out.parent if str(args.out.parent) else Path(".")).is_dir():
-        raise FileNotFoundError(f"cannot write {args.out}: folder {args.out.parent} does not exist")
+    if args.out is not None:
+        writable_file(args.out)  # before opening the store: bad input writes nothing
     with _store(args) as store:
         snapshot = snapshot_at(store, args.stream_id, args.at)
     if args.out is None:

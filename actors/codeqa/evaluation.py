@@ -46,7 +46,7 @@ class MethodScore:
 def load_questions(path: str | Path) -> list[Question]:
     p = Path(path)
     if not p.is_file():
-        raise EvalError(f"question file {path} does not exist")
+        raise EvalError(f"question file {path} {'is a folder' if p.is_dir() else 'does not exist'}")
     try:
         data = json.loads(p.read_text())
     except json.JSONDecodeError as e:
@@ -56,9 +56,13 @@ def load_questions(path: str | Path) -> list[Question]:
         raise EvalError(f"question file {path} holds no questions (expected {{\"questions\": [...]}})")
     out = []
     for i, item in enumerate(items, 1):
-        if not isinstance(item, dict) or not str(item.get("q", "")).strip() or not item.get("gold"):
-            raise EvalError(f"question {i} of {path} needs a non-empty 'q' and 'gold'")
-        out.append(Question(str(item["q"]), tuple(str(g) for g in item["gold"])))
+        if not isinstance(item, dict) or not isinstance(item.get("q"), str) or not item["q"].strip():
+            raise EvalError(f"question {i} of {path} needs a non-empty 'q' (text) and 'gold'")
+        gold = item.get("gold")
+        if not isinstance(gold, list) or not gold or not all(isinstance(g, str) and g.strip() for g in gold):
+            given = repr(gold) if len(repr(gold)) <= 60 else repr(gold)[:57] + "..."
+            raise EvalError(f"question {i} of {path}: 'gold' must be a non-empty list of file paths, not {given}")
+        out.append(Question(item["q"], tuple(gold)))
     return out
 
 

@@ -9,13 +9,34 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationError
 
 DEFAULT_MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 
 
 class ConfigError(Exception):
     """A setting is missing or contradicts another; the message says which and how to fix it."""
+
+
+def check_data_dir(path: Path) -> None:
+    """Refuse a data folder that cannot be one: an existing file, or a path under a file.
+    A missing folder is fine (it is made on first use)."""
+    for p in (path, *path.parents):
+        if p.exists():
+            if not p.is_dir():
+                where = "is a file" if p == path else f"is under {p}, which is a file"
+                raise ConfigError(f"CHORUS_DATA_DIR={path} {where}: point it at a folder")
+            return
+
+
+def _first_problem(e: ValidationError) -> str:
+    errors = e.errors()
+    if not errors:
+        return str(e).splitlines()[0]
+    first = errors[0]
+    field = ".".join(str(part) for part in first.get("loc", ())) or "settings"
+    given = repr(first.get("input"))
+    return f"{field}: {first.get('msg', 'invalid')} (got {given[:80]}{'...' if len(given) > 80 else ''})"
 
 
 class Settings(BaseModel):
@@ -69,8 +90,9 @@ class Settings(BaseModel):
         values.update(overrides)
         try:
             settings = cls.model_validate(values)
-        except Exception as e:  # pydantic's message is long; keep the first line
-            raise ConfigError(f"invalid configuration: {str(e).splitlines()[0]}") from e
+        except ValidationError as e:  # pydantic's message is long: name the setting and why
+            raise ConfigError(f"invalid configuration: {_first_problem(e)}") from e
+        check_data_dir(settings.data_dir)
         if settings.llm_structured not in ("auto", "json_schema", "json_object"):
             raise ConfigError(
                 f"CHORUS_LLM_STRUCTURED={settings.llm_structured!r}: "

@@ -3,6 +3,7 @@ with the PostgreSQL store every node shares."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -10,14 +11,15 @@ import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import pytest
 
 from actors import Client
 from actors.runtime.settings import ConfigError, Settings
-from tests.support.ray_env import worker_path
 from tests.support import fake_llm
+from tests.support.ray_env import worker_path
 
 pytestmark = pytest.mark.ray
 
@@ -34,6 +36,8 @@ def _ray_cli() -> str:
 
 @pytest.fixture
 def ray_head():
+    """A head node of our own: its own temp dir and process group, so teardown stops exactly
+    what it started (never `ray stop`, which kills every Ray instance on the machine)."""
     import ray
 
     if ray.is_initialized():
@@ -43,16 +47,50 @@ def ray_head():
     # (a process of its own) share one secret.
     env = dict(os.environ, RAY_AUTH_MODE="token", RAY_AUTH_TOKEN=secrets.token_hex(32))
     port = _free_port()
-    subprocess.run(
-        [_ray_cli(), "start", "--head", f"--port={port}", "--num-cpus=2",
+    temp_dir = tempfile.mkdtemp(prefix="chorus-ray-", dir="/tmp")  # short: Ray's socket paths
+    head = subprocess.Popen(
+        [_ray_cli(), "start", "--head", f"--port={port}", "--num-cpus=2", f"--temp-dir={temp_dir}",
          "--include-dashboard=false", "--disable-usage-stats"],
-        check=True, capture_output=True, env=env, timeout=180,
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, start_new_session=True,
     )  # fmt: skip
     try:
+        output, _ = head.communicate(timeout=180)
+        assert head.returncode == 0, output.decode(errors="replace")[-2000:]
         yield f"127.0.0.1:{port}", env
     finally:
         ray.shutdown()
-        subprocess.run([_ray_cli(), "stop", "--force"], capture_output=True, timeout=120, env=env)
+        _stop_our_ray(head.pid, temp_dir)
+        shutil.rmtree(temp_dir, ignore_errors=True)
+
+
+def _stop_our_ray(pgid: int, temp_dir: str) -> None:
+    """Stop the processes this test's `ray start` launched: its process group (the daemons
+    inherit it), their descendants (Ray workers start sessions of their own) and anything
+    whose command line names our temp dir. Nothing else is touched."""
+    import ray  # noqa: F401, I001 - first: it puts its vendored psutil (ray/thirdparty_files) on the path
+    import psutil
+
+    def group(proc: psutil.Process) -> int | None:
+        try:
+            return os.getpgid(proc.pid)
+        except OSError:
+            return None
+
+    ours: dict[int, psutil.Process] = {}
+    for proc in psutil.process_iter(["cmdline"]):
+        with contextlib.suppress(psutil.Error):
+            if group(proc) == pgid or any(temp_dir in part for part in proc.info["cmdline"] or ()):
+                ours[proc.pid] = proc
+                ours.update((child.pid, child) for child in proc.children(recursive=True))
+    ours.pop(os.getpid(), None)
+    for proc in ours.values():
+        with contextlib.suppress(psutil.Error):
+            proc.terminate()
+    _, alive = psutil.wait_procs(list(ours.values()), timeout=20)
+    for proc in alive:
+        with contextlib.suppress(psutil.Error):
+            proc.kill()
+    psutil.wait_procs(alive, timeout=10)
 
 
 CLIENT = """

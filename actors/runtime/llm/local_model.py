@@ -36,8 +36,9 @@ EXPECTED_SHA256 = "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb
 CHUNK = 4 * 1024 * 1024
 
 
-class ModelError(Exception):
-    """The model cannot be found, fetched or trusted; the message says what to do."""
+class ModelError(ConfigError):
+    """The model cannot be found, fetched or trusted; the message says what to do. A
+    configuration problem (a `CHORUS_GGUF` that is not a file, ...): one line, exit 2."""
 
 
 def _say(message: str) -> None:
@@ -104,7 +105,8 @@ def ensure_model(
     if settings.gguf_path is not None:
         own = Path(settings.gguf_path).expanduser()
         if not own.is_file():
-            raise ModelError(f"CHORUS_GGUF points at {own}, which is not a file")
+            what = "a folder" if own.is_dir() else "missing"
+            raise ModelError(f"CHORUS_GGUF points at {own}, which is {what}, not a file: point it at a .gguf file")
         return own
     target = Path(settings.model_path)
     if is_verified(target, expected_size, expected_sha256):

@@ -11,7 +11,9 @@ Every adapter passes the shared test case in `tests/unit/test_llm_gateway.py`.
 
 from __future__ import annotations
 
+import functools
 import inspect
+import json
 import logging
 import random
 import time
@@ -97,6 +99,8 @@ class OpenAIProvider(LazyClient):
             kwargs = self._kwargs(request)
             try:
                 response = self.client.chat.completions.create(**kwargs)
+            except json.JSONDecodeError as e:  # the endpoint's HTTP body is not JSON at all
+                raise unusable_answer(self.base_url, f"its reply is not JSON ({e.msg})") from e
             except openai.APIError as e:
                 if self._should_fall_back(request, e):
                     log.warning(
@@ -126,7 +130,7 @@ class OpenAIProvider(LazyClient):
         kwargs: dict[str, Any] = {"model": request.model or self.model, "messages": request.messages}
         extra: dict[str, Any] = {}
         for key, value in request.params.items():
-            (kwargs if key in _CREATE_PARAMS else extra)[key] = value
+            (kwargs if key in _create_params() else extra)[key] = value
         if request.response_schema is not None:
             if self._mode == "json_schema":
                 kwargs["response_format"] = {
@@ -160,20 +164,47 @@ class OpenAIProvider(LazyClient):
         return delay * (1 + 0.1 * random.random())
 
     def _result(self, response: Any, request: LlmRequest, latency_s: float) -> LlmResult:
-        content = ""
-        if getattr(response, "choices", None):
-            content = response.choices[0].message.content or ""
+        content = chat_content(response, self.base_url)
         usage = getattr(response, "usage", None)
         return LlmResult(
             content=content,
             parsed=parse_json_object(content),
-            prompt_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-            completion_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+            prompt_tokens=_count(getattr(usage, "prompt_tokens", 0)),
+            completion_tokens=_count(getattr(usage, "completion_tokens", 0)),
             latency_s=round(latency_s, 6),
             model=getattr(response, "model", None) or request.model or self.model,
         )
 
 
+def unusable_answer(base_url: str, why: str) -> LlmError:
+    """The endpoint answered, but not with a chat completion: a failed call (`llm_error`)."""
+    return LlmError("server_error", f"unusable answer from {base_url}: {why}", {"base_url": base_url})
+
+
+def chat_content(response: Any, base_url: str) -> str:
+    """The first choice's text; LlmError when `response` is not a chat completion (an HTML
+    page, a JSON list, choices without a message, ...)."""
+    choices = getattr(response, "choices", None)
+    if not isinstance(choices, list):
+        raise unusable_answer(base_url, f"not a chat completion (got {type(response).__name__})")
+    if not choices:
+        return ""
+    message = getattr(choices[0], "message", None)
+    if message is None or not hasattr(message, "content"):
+        raise unusable_answer(base_url, "its first choice has no message")
+    if message.content is not None and not isinstance(message.content, str):
+        raise unusable_answer(base_url, "its first choice's message is not text")
+    return message.content or ""
+
+
+def _count(value: Any) -> int:
+    try:
+        return max(0, int(value or 0))
+    except (TypeError, ValueError):
+        return 0
+
+
+@functools.cache  # on first call, not at import: loading openai costs every `chorus` ~1s
 def _create_params() -> frozenset[str]:
     try:
         from openai.resources.chat.completions import Completions  # lazily, as openai
@@ -183,8 +214,6 @@ def _create_params() -> frozenset[str]:
         names = {"temperature", "max_tokens", "top_p", "stop", "seed", "n"}
     return frozenset(names - {"self", "messages", "model", "response_format", "stream"})
 
-
-_CREATE_PARAMS = _create_params()
 
 
 def _describe(e: Exception) -> str:

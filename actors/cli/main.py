@@ -20,6 +20,7 @@ import os
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from actors.cli import views
 from actors.cli.paths import writable_file
@@ -74,8 +75,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
 
 
+class OneLineParser(argparse.ArgumentParser):
+    """argparse, with its errors as one line (`chorus: error: ...`) and exit 2 like every
+    other bad input; the usage is one `--help` away. Sub-commands inherit the class."""
+
+    def error(self, message: str) -> NoReturn:
+        print(f"chorus: error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+        sys.exit(2)
+
+
 def _parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(prog="chorus", description="Chorus: event-sourced LLM agents on Ray.")
+    p = OneLineParser(prog="chorus", description="Chorus: event-sourced LLM agents on Ray.")
     sub = p.add_subparsers(metavar="COMMAND")
     kinds = sorted(Registry.run_kinds(), key=lambda k: (not k.default, k.name))
     for kind in kinds[:1]:

@@ -60,6 +60,11 @@ CASES = [
     case("run-data-dir-is-file", "run", "goal", CHORUS_DATA_DIR="{D}/afile", CHORUS_STORE_URL=""),
     case("run-bad-budget", "run", "goal", "--max-iterations", "0"),
     case("run-root-is-file", "run", "goal", "--root", "{D}/afile"),
+    # what argparse itself refuses: one line too, not usage + error
+    case("argparse-unknown-verb", "no-such-verb"),
+    case("argparse-missing-argument", "run"),
+    case("argparse-not-a-number", "runs", "--limit", "many"),
+    case("argparse-unknown-option", "audit", "events", "--since", "yesterday-ish"),
     # runs
     case("runs-negative-limit", "runs", "--limit", "-1"),
     case("runs-zero-limit", "runs", "--limit", "0"),

@@ -31,7 +31,8 @@ def local() -> Iterator[tuple[Settings, LocalLlamaServer]]:
     with LocalLlamaServer(settings) as server:
         assert answers(server.port)
         yield settings, server
-    if not server.reused:
+        reused = server.reused  # stop() resets it
+    if not reused:
         assert not answers(server.port), "stop() left the server running"
 
 

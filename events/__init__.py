@@ -7,6 +7,7 @@ from events import (  # noqa: F401  (register the runtime event types)  # noqa: 
     relay,
     research,
     runs,
+    simulation,  # noqa: F401  (the world simulation's event types, seed 002)
     tasks,  # noqa: F401  (the task workflows' event types, seed 001)
 )
 from events.base import Event, State

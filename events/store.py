@@ -155,6 +155,54 @@ class EventStore:
         self._saw(stream_id, stamped[-1].version)
         return [Recorded(p, e) for p, e in zip(positions, stamped, strict=True)]
 
+    def append_many(self, batches: Sequence[tuple[str, Sequence[Event], int]]) -> list[Recorded]:
+        """Append to several streams in ONE transaction: each `(stream_id, events,
+        expected_version)` keeps its own optimistic check, and if any stream is not where
+        its writer expected, nothing of any stream is written (ConcurrencyError).
+
+        The recorders insert a list of stored events in one transaction on every backend,
+        so a director's cycle reaches the world, director and synth streams together or
+        not at all.
+        """
+        streams = [s for s, _, _ in batches]
+        if len(set(streams)) != len(streams):
+            raise ValueError("append_many: each stream may appear once")
+        stamped: list[Event] = []
+        for stream_id, events, expected_version in batches:
+            if expected_version < 0:
+                raise ValueError(f"expected_version must be >= 0, not {expected_version}")
+            if not events:
+                continue
+            if expected_version > self._known.get(stream_id, 0):
+                current = self.stream_version(stream_id)
+                if current != expected_version:
+                    raise ConcurrencyError(
+                        f"stream {stream_id!r} is at version {current}, expected {expected_version}"
+                    )
+            stamped.extend(
+                e.stamp(stream_id=stream_id, version=expected_version + i)
+                for i, e in enumerate(events, start=1)
+            )
+        if not stamped:
+            return []
+        stored = [
+            StoredEvent(
+                originator_id=e.stream_id, originator_version=e.version, topic=e.type_name, state=encode_event(e)
+            )
+            for e in stamped
+        ]
+        try:
+            with self._available():
+                positions = self.recorder.insert_events(stored)
+        except IntegrityError as e:
+            raise ConcurrencyError(
+                f"one of streams {sorted(set(streams))} moved on while appending: {one_line(e)}"
+            ) from e
+        positions = list(positions or [0] * len(stamped))
+        for e in stamped:
+            self._saw(e.stream_id, e.version)
+        return [Recorded(p, e) for p, e in zip(positions, stamped, strict=True)]
+
     # -- reading streams -----------------------------------------------------------
 
     def read_stream(

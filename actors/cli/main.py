@@ -117,7 +117,8 @@ def _parser() -> argparse.ArgumentParser:
 
     fork = sub.add_parser("fork", help="a new run from a run's state at a position, continued live")
     fork.add_argument("run_id")
-    fork.add_argument("--at", type=int, required=True, metavar="POSITION")
+    fork.add_argument("--at", type=int, required=True, metavar="POSITION",
+                      help="the global log position to fork at (for a simulation session: a cycle)")
     fork.add_argument("--model", help="continue with another model")
     fork.add_argument("--temperature", type=float, help="continue with another temperature")
     fork.add_argument("--quiet", "-q", action="store_true")
@@ -231,7 +232,11 @@ def cmd_fork(args: argparse.Namespace) -> int:
         params = {**DEFAULT_LLM_PARAMS, "temperature": args.temperature}
     with Client() as client:
         handle = client.fork(args.run_id, args.at, model=args.model, llm_params=params)
-        print(f"run {handle.run_id} (forked from {args.run_id} at position {args.at})", flush=True)
+        kind = Registry.run_kind(client.run_state(handle.run_id).agent or Registry.default_run_kind().name)
+        where = "cycle" if not kind.live else "position"
+        print(f"run {handle.run_id} (forked from {args.run_id} at {where} {args.at})", flush=True)
+        if not kind.live:
+            return 0  # it waits for its user (`chorus sim step`)
         return follow_run(handle, args.quiet)
 
 

@@ -9,7 +9,7 @@ runtime asks the kind, never the name, for everything that differs between workl
 - how to re-execute it from its log (`replay`) and which stream leads it (`lead_events`,
   what `chorus diff` compares);
 - how its events read as progress lines (`describe`) and its answer as text (`present`);
-- its verbs on the `chorus` command (`add_commands`).
+- its verbs on the `chorus` command (`add_commands`) and on `Client` (`client_methods`).
 
 A workload registers its kind with `Registry.register_run_kind` in the module its
 `chorus.plugins` entry point names; nothing in the runtime changes for a new workload.
@@ -39,6 +39,9 @@ class RunKind:
     noun: ClassVar[str] = "an actor"  # "run X is an agent run"
     lead_label: ClassVar[str] = "lead actors"  # "the lead agents share their first N events"
     error_types: ClassVar[frozenset[str]] = frozenset()  # events a timeline marks as errors
+    # False for runs that wait for their user between steps (a simulation session): the
+    # CLI prints the id of one it submitted or forked instead of following it to an end.
+    live: ClassVar[bool] = True
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -77,6 +80,11 @@ class RunKind:
         return answer
 
     # -- the front door -------------------------------------------------------------------------
+
+    def client_methods(self) -> dict[str, Any]:
+        """Methods this kind adds to `Client` (`Client().simulate(...)`): name -> a function
+        taking the client first."""
+        return {}
 
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         """Add this kind's verbs to the `chorus` command (each sets `func`)."""

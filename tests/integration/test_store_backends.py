@@ -227,6 +227,58 @@ def test_concurrency_error_is_one_line(store):
     assert "\n" not in str(info.value)
 
 
+# -- one transaction across streams (a director's cycle) ------------------------------------
+
+
+def test_append_many_writes_every_stream_with_contiguous_versions(store):
+    store.append("world", notes("w1"), expected_version=0)
+    recorded = store.append_many(
+        [("world", notes("w2", "w3"), 1), ("director", notes("d1"), 0), ("synth", notes("s1"), 0)]
+    )
+    assert [(r.event.stream_id, r.event.version) for r in recorded] == [
+        ("world", 2), ("world", 3), ("director", 1), ("synth", 1),
+    ]  # fmt: skip
+    positions = [r.position for r in recorded]
+    assert positions == sorted(positions) and len(set(positions)) == 4
+    assert [e.text for e in store.read_stream("world")] == ["w1", "w2", "w3"]
+    assert [r.event.text for r in store.read_all()] == ["w1", "w2", "w3", "d1", "s1"]
+
+
+@pytest.mark.parametrize("stale", ["world", "synth"])
+def test_append_many_with_one_stale_stream_writes_nothing_at_all(store, stale):
+    store.append("world", notes("w1"), expected_version=0)
+    store.append("synth", notes("s1"), expected_version=0)
+    before = _snapshot_of_log(store)
+    expected = {"world": 1, "synth": 1}
+    expected[stale] = 0  # another writer moved it on since this writer read it
+    with pytest.raises(ConcurrencyError):
+        store.append_many(
+            [("world", notes("w2"), expected["world"]), ("director", notes("d1"), 0),
+             ("synth", notes("s2"), expected["synth"])]
+        )  # fmt: skip
+    assert _snapshot_of_log(store) == before
+    assert store.stream_version("director") == 0
+
+
+def test_append_many_racing_a_single_append_loses_as_a_whole(store):
+    """A second store object (another process) appends to one stream between this
+    writer's read and its commit: the unique key catches it inside the transaction."""
+    writer = other_store(store)
+    store.append("world", notes("w1"), expected_version=0)
+    assert store.stream_version("world") == 1  # this writer now believes the stream is at 1
+    writer.append("world", notes("theirs"), expected_version=1)
+    with pytest.raises(ConcurrencyError):
+        store.append_many([("director", notes("d1"), 0), ("world", notes("mine"), 1)])
+    assert store.stream_version("director") == 0
+    assert [e.text for e in store.read_stream("world")] == ["w1", "theirs"]
+
+
+def test_append_many_refuses_a_stream_named_twice(store):
+    with pytest.raises(ValueError):
+        store.append_many([("s", notes("a"), 0), ("s", notes("b"), 1)])
+    assert list(store.read_all()) == []
+
+
 # -- snapshots ---------------------------------------------------------------------------
 
 

@@ -36,6 +36,11 @@ PURE_CORES = (
     "actors.tasks.templates",
     "actors.index.chunking",
     "actors.tools.search",
+    "actors.simulation.world",
+    "actors.simulation.director",
+    "actors.simulation.loader",
+    "actors.simulation.cognition",
+    "actors.simulation.snapshot",
 )
 
 

@@ -1,0 +1,165 @@
+"""`chorus sim`: world simulation sessions from the command line.
+
+    chorus sim new actors/simulation/packs/lighthouse.yaml   # validate, create: prints `session <id>`
+    chorus sim step SESSION --cycles 3                         # live: cycle, each synth's action, outcomes
+    chorus sim show SESSION [--at CYCLE]                       # who is where, what they carry, processes
+    chorus sim say SESSION "A ship's horn sounds."             # a stimulus, perceived on the next step
+    chorus sim sessions                                        # every session
+
+A session is a run: `chorus runs / log / replay / fork SESSION --at CYCLE / diff` work on
+it. Exit status: 0 done, 2 bad input (one line per problem; nothing written), 130
+interrupted (the cycle in flight is not committed: the world is as it was before it).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+import threading
+from typing import Any
+
+from actors.runtime.client import Client, new_run_id
+from actors.runtime.errors import UserError
+from actors.simulation.client import KIND, Simulation, create_session
+from actors.simulation.director import DirectorConfig
+from actors.simulation.loader import PackError, load_pack
+from actors.simulation.overview import overview
+from actors.simulation.progress import describe
+from actors.simulation.session import Canonical
+
+
+def add_parsers(sub: Any) -> None:
+    p = sub.add_parser("sim", help="world simulation sessions (seed 002): new, step, show, say, sessions")
+    verbs = p.add_subparsers(metavar="VERB")
+
+    new = verbs.add_parser("new", help="validate a content pack and start a session from it")
+    new.add_argument("pack", help="a content pack (YAML), e.g. actors/simulation/packs/lighthouse.yaml")
+    new.add_argument("--max-microcycles", type=int, default=DirectorConfig().max_microcycles,
+                     help="microcycles a director cycle may run (each is one LLM call per affected synth)")  # fmt: skip
+    new.set_defaults(func=cmd_new)
+
+    step = verbs.add_parser("step", help="run director cycles, with live progress")
+    step.add_argument("session")
+    step.add_argument("--cycles", "-n", type=int, default=1)
+    step.add_argument("--in-process", action="store_true", help="run the director and synths in this process, not on Ray")
+    step.add_argument("--quiet", "-q", action="store_true")
+    step.set_defaults(func=cmd_step)
+
+    show = verbs.add_parser("show", help="the world now, or after a cycle")
+    show.add_argument("session")
+    show.add_argument("--at", type=int, metavar="CYCLE")
+    show.add_argument("--json", action="store_true")
+    show.set_defaults(func=cmd_show)
+
+    say = verbs.add_parser("say", help="queue an outside stimulus for the next step")
+    say.add_argument("session")
+    say.add_argument("text")
+    say.add_argument("--source", default="a voice", help="who it comes from, as the synths perceive it")
+    say.set_defaults(func=cmd_say)
+
+    sessions = verbs.add_parser("sessions", help="every simulation session, newest first")
+    sessions.set_defaults(func=cmd_sessions)
+    p.set_defaults(func=lambda args: p.print_help() or 2)
+
+
+def cmd_new(args: argparse.Namespace) -> int:
+    if args.max_microcycles < 1:
+        raise UserError(f"--max-microcycles must be at least 1, not {args.max_microcycles}")
+    try:
+        pack = load_pack(args.pack)
+    except PackError as e:
+        for line in str(e).splitlines():
+            print(f"chorus: error: {line}", file=sys.stderr)
+        return 2
+    for warning in pack.warnings:
+        print(f"warning: {warning}", file=sys.stderr)
+    with Client() as client:
+        run_id = create_session(
+            client, args.pack, run_id=new_run_id(), config=DirectorConfig(max_microcycles=args.max_microcycles), pack=pack
+        )
+    print(f"session {run_id}")
+    names = ", ".join(s.identity.name for s in pack.synths)
+    print(f"pack {pack.name!r}: {len(pack.world.locations)} locations, {len(pack.world.entities)} entities, synths {names}")
+    return 0
+
+
+def cmd_step(args: argparse.Namespace) -> int:
+    if args.cycles < 1:
+        raise UserError(f"--cycles must be at least 1, not {args.cycles}")
+    with Client() as client:
+        session = Simulation(client, args.session, ray=not args.in_process)
+        canonical = Canonical.load(client.store, args.session)
+        names = {sid: s.identity.name for sid, s in canonical.synths.items()}
+        stop = threading.Event()
+        follower = None
+        if not args.quiet:
+            start = client.store.max_position() + 1
+            follower = threading.Thread(target=_show_progress, args=(client, args.session, start, names, stop), daemon=True)
+            follower.start()
+        try:
+            results = session.step(args.cycles)
+        finally:
+            stop.set()
+            if follower is not None:
+                follower.join(timeout=5)
+            session.close()
+    committed = sum(1 for r in results if r["committed"])
+    print(f"session {args.session}: {committed} of {len(results)} cycle(s) committed, now at cycle {results[-1]['cycle']}")
+    return 0
+
+
+def _show_progress(client: Client, run_id: str, start: int, names: dict[str, str], stop: threading.Event) -> None:
+    for rec in client.store.follow(start, run_id=run_id, stop=stop, poll_interval=0.1):
+        line = describe(rec.event, names)
+        if line:
+            print(line, file=sys.stderr, flush=True)
+
+
+def cmd_show(args: argparse.Namespace) -> int:
+    with Client(start_ray=False) as client:
+        view = overview(client.store, args.session, at=args.at)
+    if args.json:
+        print(json.dumps(view, indent=2, default=str))
+        return 0
+    env = ", ".join(f"{k}={v}" for k, v in view["environment"].items())
+    print(f"session {view['session']} ({view['pack']}), cycle {view['cycle']}, tick {view['tick']}")
+    print(f"environment: {env or '-'}")
+    print("processes: " + (", ".join(f"{k}: {v}" for k, v in view["processes"].items()) or "-"))
+    for s in view["synths"]:
+        carries = ", ".join(s["carries"]) or "nothing"
+        blind = "" if "visual" in s["senses"] else " (no sight)"
+        print(f"{s['name']}{blind} is in {s['location']}, carries {carries}, mood {s['mood']}")
+    for loc in view["locations"]:
+        things = ", ".join(loc["things"]) or "-"
+        who = ", ".join(loc["synths"])
+        print(f"  {loc['name']}: {things}" + (f"  [{who}]" if who else ""))
+    if view["pending_stimuli"]:
+        print("pending stimuli: " + "; ".join(view["pending_stimuli"]))
+    return 0
+
+
+def cmd_say(args: argparse.Namespace) -> int:
+    with Client(start_ray=False) as client:
+        Simulation(client, args.session, ray=False, llm=_NoModel()).stimulus(args.text, args.source)
+    print(f"queued for session {args.session}: {args.text!r} (perceived on the next step)")
+    return 0
+
+
+def cmd_sessions(args: argparse.Namespace) -> int:
+    with Client(start_ray=False) as client:
+        rows = [r for r in client.runs() if r["agent"] == KIND]
+    for r in rows:
+        print(f"{r['run_id']}  {r['status']:<9}  {r['goal']}" + (f"  (fork of {r['forked_from']})" if r["forked_from"] else ""))
+    if not rows:
+        print("no simulation sessions yet: chorus sim new PACK.yaml", file=sys.stderr)
+    return 0
+
+
+class _NoModel:
+    """Queuing a stimulus calls no model; this stands in so no endpoint is started."""
+
+    model = "none"
+
+    def complete(self, request: Any) -> Any:
+        raise RuntimeError("queuing a stimulus calls no model")

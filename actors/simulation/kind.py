@@ -1,0 +1,133 @@
+"""Simulation sessions (seed 002) as the runtime sees them: `SimulationRun`.
+
+A session is a run of kind "simulation": `run:ID` plus the world, director and synth
+streams. It does not end by itself: it waits, paused, between `chorus sim step`s. The
+runtime gets from here how to fold its streams (`chorus state`), replay it, fork it at a
+cycle, diff two lineages (by their directors' verdicts), describe its events, and the
+`chorus sim` verbs; the Client gets `simulate` and `open_session`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import uuid
+from collections.abc import Callable
+from typing import Any, ClassVar
+
+from actors.runtime.behaviour import Behaviour, Command
+from actors.runtime.client import Client, RunHandle
+from actors.runtime.registry import Registry
+from actors.runtime.replay.report import ReplayReport
+from actors.runtime.runkind import RunKind
+from actors.simulation import cli
+from actors.simulation.client import KIND, create_session, open_session, simulate
+from actors.simulation.cognition import SynthMind
+from actors.simulation.director import DirectorConfig, DirectorState, evolve_director
+from actors.simulation.fork import fork_session
+from actors.simulation.progress import describe
+from actors.simulation.replay import replay_session
+from actors.simulation.streams import director_stream, is_synth_stream, world_stream
+from actors.simulation.world import World, apply
+from events.base import Event, State
+from events.simulation import WorldCreated
+from events.store import Recorded
+
+
+class DirectorBehaviour(Behaviour[DirectorState]):
+    """The director stream's fold, for `chorus state` (the director is driven by cycles,
+    not commands)."""
+
+    name = "director"
+    state_type = DirectorState
+
+    def decide(self, state: DirectorState, command: Command) -> list[Event]:
+        raise TypeError("the director's stream is written by its cycles, not by commands")
+
+    def evolve(self, state: DirectorState, event: Event) -> DirectorState:
+        return evolve_director(state, event)
+
+
+class WorldState(State):
+    world: World | None = None
+
+
+class WorldBehaviour(Behaviour[WorldState]):
+    """The world stream's fold: the canonical world."""
+
+    name = "world"
+    state_type = WorldState
+
+    def decide(self, state: WorldState, command: Command) -> list[Event]:
+        raise TypeError("the world changes only by committed cycles")
+
+    def evolve(self, state: WorldState, event: Event) -> WorldState:
+        if isinstance(event, WorldCreated):
+            return WorldState(world=World.model_validate(event.world))
+        if state.world is None:
+            return state
+        world = state.world.model_copy(deep=True)
+        apply(world, event)
+        return WorldState(world=world)
+
+
+@Registry.register_run_kind
+class SimulationRun(RunKind):
+    name = KIND
+    summary = "a world simulation session: content pack, director cycles, synths (seed 002)"
+    lead = "director"
+    noun = "a simulation session"
+    lead_label = "directors"
+    live = False  # a session waits between steps: submitting or forking one returns its id
+    tallies: ClassVar[dict[str, str]] = {
+        "CycleCommitted": "committed cycles", "CycleRolledBack": "rolled-back cycles", "LlmCompleted": "LLM calls",
+    }  # fmt: skip
+    error_types = frozenset({"CycleRolledBack"})
+
+    def submit(self, client: Client, goal: str, *, run_id: str, budget: Any = None, **options: Any) -> RunHandle:
+        """`goal` is the content pack's path (or pass `pack=`); options are DirectorConfig's."""
+        pack = options.pop("pack", None) or goal
+        create_session(client, pack, run_id=run_id, config=DirectorConfig(**options))
+        return RunHandle(client, run_id)
+
+    def fork(
+        self, client: Client, run_id: str, at: int, *, model: str | None = None, llm_params: dict[str, Any] | None = None
+    ) -> RunHandle:
+        """`at` is a cycle: the new lineage shares the session's history up to it."""
+        if model is not None or llm_params is not None:
+            raise ValueError("a simulation fork continues with the session's own model; --model/--temperature do not apply")
+        new = fork_session(client, run_id, at, uuid.uuid4().hex[:12])
+        return RunHandle(client, new)
+
+    def behaviour(self, stream_id: str, first: Event) -> Behaviour[Any] | None:
+        run_id = first.run_id
+        if stream_id == director_stream(run_id):
+            return DirectorBehaviour()
+        if stream_id == world_stream(run_id):
+            return WorldBehaviour()
+        if is_synth_stream(stream_id):
+            return SynthMind()
+        return None
+
+    def lead_events(self, records: list[Recorded], run_id: str) -> list[Event]:
+        stream = director_stream(run_id)
+        events = sorted((r.event for r in records if r.event.stream_id == stream), key=lambda e: e.version)
+        if not events:
+            raise ValueError(f"session {run_id} has run no cycle")
+        return events
+
+    def replay(self, records: list[Recorded], run_id: str) -> ReplayReport:
+        submitted = next((r.event for r in records if r.event.stream_id == f"run:{run_id}" and r.event.type_name == "RunSubmitted"), None)
+        config = getattr(submitted, "params", {}).get("director", {}) if submitted is not None else {}
+        return replay_session(records, run_id, config)
+
+    def describe(self, event: Event, brief: bool = False) -> str | None:
+        return describe(event, brief=brief)
+
+    def present(self, answer: str) -> str:
+        return answer
+
+    def client_methods(self) -> dict[str, Callable[..., Any]]:
+        return {"simulate": simulate, "open_session": open_session}
+
+    def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+        cli.add_parsers(subparsers)

@@ -1,0 +1,85 @@
+"""Scripted synth minds for tests and benchmarks, kept in the package so Ray workers can
+unpickle them. `scripted_mind` answers a synth's cognitive request from its own menu (it
+reads the action ids the user message lists), like a model that always replies with
+valid JSON: deterministic, instant, and blind to anything the menu does not say.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from typing import Any
+
+from actors.runtime.llm.testing import ScriptedProvider
+from actors.runtime.llm.types import LlmRequest
+
+ACTION = re.compile(
+    r"\b((?:move_to|inspect|repair|switch|take|open|consume)_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|wait|communicate)\b"
+)
+PREFERENCE = ("repair_", "open_", "take_", "move_to_", "switch_", "inspect_", "consume_", "wait")
+
+
+def menu(request: LlmRequest) -> list[str]:
+    """The action ids the request's last user message offers, in order, once each."""
+    text = next((m["content"] for m in reversed(request.messages) if m.get("role") == "user"), "")
+    seen: list[str] = []
+    for found in ACTION.findall(str(text)):
+        if found not in seen:
+            seen.append(found)
+    return seen
+
+
+def reply(action_id: str, say: str = "", mood: str = "determined") -> str:
+    intents: list[dict[str, Any]] = [{"action_id": action_id, "say": ""}]
+    if say:
+        intents.append({"action_id": "communicate", "say": say})
+    return json.dumps(
+        {
+            "inner_monologue": {"react": "I look around.", "interpret": "Things need doing.",
+                                "deliberate": f"{action_id} seems best.", "resolve": f"I will {action_id.split('_')[0]}."},
+            "belief_updates": [],
+            "mood": mood,
+            "memories": [],
+            "intents": intents,
+            "theory_of_mind": [],
+        }  # fmt: skip
+    )
+
+
+def scripted_mind(request: LlmRequest) -> str:
+    """Prefer fixing things: repair, open, take, then move (a move chosen by a hash of the
+    request, so synths wander but a replay of the same request moves the same way)."""
+    options = menu(request)
+    digest = int(hashlib.sha256(request.hash().encode()).hexdigest()[:8], 16)
+    for prefix in PREFERENCE:
+        matching = [o for o in options if o.startswith(prefix)]
+        if matching:
+            return reply(matching[digest % len(matching)] if prefix == "move_to_" else matching[0])
+    return reply("wait")
+
+
+def marco_polo(request: LlmRequest) -> str:
+    """Thomas calls "MARCO" when he has heard nothing; whoever hears "MARCO" answers
+    "POLO"; everyone else waits: speech that must cross microcycles within one cycle."""
+    system = str(request.messages[0].get("content", ""))
+    text = str(request.messages[-1].get("content", ""))
+    if "POLO" in text:
+        return reply("wait")
+    if "MARCO" in text:
+        return reply("wait", say="POLO")
+    if "Thomas" in system.split("\n", 3)[0] or system.startswith("You are Thomas"):
+        return reply("wait", say="MARCO")
+    return reply("wait")
+
+
+def scripted_synths(fn: Any = scripted_mind) -> ScriptedProvider:
+    return ScriptedProvider(fn, model="scripted-synth")
+
+
+def slow_mind(request: LlmRequest) -> str:
+    """`scripted_mind`, after a pause: long enough to kill a director mid-cycle."""
+    import time
+
+    time.sleep(1.5)
+    return scripted_mind(request)

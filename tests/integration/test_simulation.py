@@ -1,0 +1,225 @@
+"""The simulation (seed 002) end to end on a real SQLite file, with scripted synth minds:
+sessions are runs, cycles commit in one transaction or roll back, replay re-executes every
+cycle with no model, forks share history, and `chorus sim` reports bad input in one line."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from actors.cli.main import main
+from actors.runtime.client import Client
+from actors.runtime.replay import diff_runs, replay_run
+from actors.runtime.settings import Settings
+from actors.simulation import invariants
+from actors.simulation.client import Simulation, simulate
+from actors.simulation.session import Canonical
+from actors.simulation.streams import director_stream, world_stream
+from actors.simulation.testing import marco_polo, scripted_mind, scripted_synths
+from events.store import EventStore
+
+PACKS = Path(__file__).resolve().parents[2] / "actors" / "simulation" / "packs"
+LIGHTHOUSE = PACKS / "lighthouse.yaml"
+
+
+@pytest.fixture
+def client(tmp_path, monkeypatch):
+    monkeypatch.setenv("CHORUS_DATA_DIR", str(tmp_path))
+    monkeypatch.delenv("CHORUS_STORE_URL", raising=False)
+    with Client(settings=Settings.from_env(), start_ray=False) as c:
+        yield c
+
+
+def session(client, fn=scripted_mind, run_id=None, **config):
+    return simulate(client, LIGHTHOUSE, run_id=run_id, ray=False, llm=scripted_synths(fn), **config)
+
+
+def names(client, run_id):
+    c = Canonical.load(client.store, run_id)
+    return {s.identity.name: sid for sid, s in c.synths.items()}, c
+
+
+def facts(store: EventStore, run_id: str) -> list[tuple[str, str, int, dict]]:
+    """The session's log without envelopes or measured latencies, streams named without the run id."""
+    out = []
+    for r in store.read_all(run_id=run_id):
+        e = r.event
+        payload = {k: v for k, v in e.payload().items() if k != "latency_s"}
+        stream = e.stream_id.replace(f":{run_id}:", ":RUN:").replace(f"run:{run_id}", "run:RUN")
+        out.append((stream, e.type_name, e.version, json.dumps(payload, default=str, sort_keys=True).replace(f"sim:{run_id}:", "sim:RUN:")))
+    return sorted(out, key=lambda f: (f[0], f[2]))  # synths think concurrently: order within streams
+
+
+def test_the_same_pack_and_replies_give_the_same_log(client):
+    a = session(client, run_id="a")
+    b = session(client, run_id="b")
+    a.step(3)
+    b.step(3)
+    log_a, log_b = facts(client.store, "a"), facts(client.store, "b")
+    assert log_a == log_b
+    assert sum(1 for f in log_a if f[1] == "CycleCommitted") == 3
+    assert sum(1 for f in log_a if f[1] == "LlmCompleted") >= 9  # three synths, three cycles
+
+
+def test_a_session_is_a_run_and_replays_with_no_model(client):
+    s = session(client, run_id="s1")
+    s.step(2)
+    runs = client.runs()
+    assert [(r["run_id"], r["agent"]) for r in runs] == [("s1", "simulation")]
+    report = replay_run(client.store, "s1")
+    assert report.ok, report.divergence and report.divergence.describe()
+    assert report.llm_calls >= 6 and world_stream("s1") in report.streams
+
+
+def test_replay_fails_closed_when_a_recorded_prompt_no_longer_matches(client, monkeypatch):
+    session(client, run_id="s1").step(1)
+    from actors.simulation import cognition
+
+    original = cognition.user_message
+    monkeypatch.setattr(cognition, "user_message", lambda bundle: original(bundle) + "\n(changed)")
+    report = replay_run(client.store, "s1")
+    assert not report.ok
+    assert "diverged" in report.divergence.describe() or report.divergence.reason
+
+
+def test_lamp_is_repaired_after_the_chest_is_opened_and_the_wrench_taken(client):
+    s = session(client, run_id="lamp", max_microcycles=1)
+    lit = False
+    for _ in range(12):
+        s.step(1)
+        view = s.overview()
+        c = Canonical.load(client.store, "lamp")
+        lamps = [e for e in c.world.entities.values() if "LightSource" in e.components and "Repairable" in e.components]
+        if lamps and all(e.components["LightSource"].get("lit") for e in lamps):
+            lit = True
+            break
+    assert lit, view
+    outcomes = [o for e in client.store.read_stream(director_stream("lamp")) for o in getattr(e, "outcomes", [])]
+    repairs = [o for o in outcomes if o["action_id"].startswith("repair_")]
+    assert repairs and repairs[-1]["status"] == "ok"
+    takes = [o for o in outcomes if o["action_id"].startswith("take_") and o["status"] == "ok"]
+    assert takes, "the wrench was taken before the repair"
+
+
+def test_speech_crosses_microcycles_within_one_cycle(client):
+    s = session(client, fn=marco_polo, run_id="talk", max_microcycles=3)
+    (result,) = s.step(1)
+    assert result["committed"] and result["microcycles"] >= 2
+    spoken = [e for e in client.store.read_stream(world_stream("talk")) if e.type_name == "Communicated"]
+    texts = [(e.speaker, e.text, e.microcycle) for e in spoken]
+    assert ("Thomas", "MARCO", 1) in texts
+    answers = [t for t in texts if t[1] == "POLO"]
+    assert answers and all(m == 2 for _, _, m in answers)  # answered in the same cycle
+
+
+def test_an_invariant_failure_leaves_the_world_and_its_log_untouched(client):
+    s = session(client, run_id="bad")
+    s.step(1)
+    before = Canonical.load(client.store, "bad")
+    world_version = client.store.stream_version(world_stream("bad"))
+
+    def broken(world):
+        return [invariants.Violation(name="injected", message="a test says no")]
+
+    s2 = Simulation(client, "bad", ray=False, llm=scripted_synths(), check=broken)
+    (result,) = s2.step(1)
+    assert not result["committed"] and result["invariant"] == "injected"
+    after = Canonical.load(client.store, "bad")
+    assert client.store.stream_version(world_stream("bad")) == world_version
+    assert after.world.model_dump() == before.world.model_dump()
+    verdict = client.store.read_stream(director_stream("bad"))[-1]
+    assert verdict.type_name == "CycleRolledBack" and verdict.discarded_intents
+    # and the next cycle goes on from the world as it was
+    (again,) = session_of(client, "bad").step(1)
+    assert again["committed"] and again["cycle"] == 3
+
+
+def session_of(client, run_id):
+    return Simulation(client, run_id, ray=False, llm=scripted_synths())
+
+
+def test_a_snapshot_loads_to_the_same_state_as_the_whole_log(client):
+    s = session(client, run_id="snap")
+    s.step(2)  # a step ends with a full-system snapshot
+    from_snapshot = Canonical.load(client.store, "snap")
+    from_log = Canonical.load(client.store, "snap", snapshot=False)
+    assert client.store.load_snapshot(director_stream("snap")) is not None
+    assert from_snapshot.world.model_dump() == from_log.world.model_dump()
+    assert from_snapshot.synths == from_log.synths
+    assert from_snapshot.director == from_log.director
+
+
+def test_fork_shares_history_and_diff_shows_where_lineages_part(client):
+    s = session(client, run_id="orig")
+    s.step(3)
+    handle = client.fork("orig", 2)
+    fork = handle.run_id
+    assert client.run_state(fork).forked_from == "orig"
+    assert Simulation(client, fork, ray=False, llm=scripted_synths()).overview()["cycle"] == 2
+    assert replay_run(client.store, fork).ok
+    Simulation(client, fork, ray=False, llm=scripted_synths(marco_polo)).step(1)
+    diff = diff_runs(client.store, "orig", fork)
+    assert diff.shared >= 2
+    assert any("differ" in line or "part" in line or "first" in line for line in diff.lines())
+
+
+def test_overview_at_a_cycle_reads_the_past(client):
+    s = session(client, run_id="past", max_microcycles=1)
+    s.step(3)
+    assert s.overview(at=0)["tick"] == 0
+    assert s.overview(at=2)["cycle"] == 2 and s.overview(at=2)["tick"] == 2
+    with pytest.raises(ValueError):
+        s.overview(at=9)
+
+
+def test_a_stimulus_reaches_synths_through_perception_on_the_next_step(client):
+    s = session(client, run_id="say")
+    s.stimulus("A ship's horn sounds from the sea.")
+    assert s.overview()["pending_stimuli"] == ["A ship's horn sounds from the sea."]
+    s.step(1)
+    assert s.overview()["pending_stimuli"] == []
+    heard = [e for e in client.store.read_stream(world_stream("say")) if e.type_name == "Communicated"]
+    assert heard and "ship's horn" in heard[0].text and heard[0].hearer_ids
+    by_name, c = names(client, "say")
+    deaf = {sid for sid, st in c.synths.items() if "auditory" not in st.senses}
+    assert not deaf & set(heard[0].hearer_ids)
+
+
+# -- the command line --------------------------------------------------------------------------
+
+
+def test_sim_new_show_say_sessions(client, capsys, tmp_path):
+    assert main(["sim", "new", str(LIGHTHOUSE)]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith("session ")
+    run_id = out[0].split()[1]
+    assert main(["sim", "show", run_id]) == 0
+    shown = capsys.readouterr().out
+    assert "Thomas" in shown and "Margaret" in shown and "James" in shown
+    assert main(["sim", "say", run_id, "Hello, keepers!"]) == 0
+    capsys.readouterr()
+    assert main(["sim", "sessions"]) == 0
+    assert run_id in capsys.readouterr().out
+
+
+def test_a_bad_pack_is_one_line_per_problem_and_writes_nothing(client, capsys, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(LIGHTHOUSE.read_text().replace("condition: jammed", "state_was: jammed", 1))
+    assert main(["sim", "new", str(bad)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err and all(line.startswith("chorus: error: bad.yaml: ") for line in err)
+    assert "Repairable.condition" in err[0]
+    assert client.store.max_position() == 0
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [["sim", "step", "nosuch"], ["sim", "show", "nosuch"], ["sim", "say", "nosuch", "hi"], ["sim", "new", "/nonexistent.yaml"]],
+)
+def test_unknown_sessions_and_missing_packs_are_one_line(client, capsys, argv):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("chorus: error:")
+    assert client.store.max_position() == 0

@@ -4,6 +4,7 @@
     chorus sim step SESSION --cycles 3                         # live: cycle, each synth's action, outcomes
     chorus sim show SESSION [--at CYCLE]                       # who is where, what they carry, processes
     chorus sim say SESSION "A ship's horn sounds."             # a stimulus, perceived on the next step
+    chorus sim usage SESSION                                   # LLM calls, tokens and cost per synth
     chorus sim sessions                                        # every session
 
 A session is a run: `chorus runs / log / replay / fork SESSION --at CYCLE / diff` work on
@@ -27,10 +28,12 @@ from actors.simulation.loader import PackError, load_pack
 from actors.simulation.overview import overview
 from actors.simulation.progress import describe
 from actors.simulation.session import Canonical
+from actors.simulation.streams import synth_stream
+from projections.audit import AuditTrail
 
 
 def add_parsers(sub: Any) -> None:
-    p = sub.add_parser("sim", help="world simulation sessions (seed 002): new, step, show, say, sessions")
+    p = sub.add_parser("sim", help="world simulation sessions (seed 002): new, step, show, say, usage, sessions")
     verbs = p.add_subparsers(metavar="VERB")
 
     new = verbs.add_parser("new", help="validate a content pack and start a session from it")
@@ -57,6 +60,10 @@ def add_parsers(sub: Any) -> None:
     say.add_argument("text")
     say.add_argument("--source", default="a voice", help="who it comes from, as the synths perceive it")
     say.set_defaults(func=cmd_say)
+
+    usage = verbs.add_parser("usage", help="LLM calls, tokens and cost per synth (from the audit trail)")
+    usage.add_argument("session")
+    usage.set_defaults(func=cmd_usage)
 
     sessions = verbs.add_parser("sessions", help="every simulation session, newest first")
     sessions.set_defaults(func=cmd_sessions)
@@ -143,6 +150,22 @@ def cmd_say(args: argparse.Namespace) -> int:
     with Client(start_ray=False) as client:
         Simulation(client, args.session, ray=False, llm=_NoModel()).stimulus(args.text, args.source)
     print(f"queued for session {args.session}: {args.text!r} (perceived on the next step)")
+    return 0
+
+
+def cmd_usage(args: argparse.Namespace) -> int:
+    """Totals per synth, read from the audit view (`chorus audit llm-calls --run SESSION`
+    writes the calls themselves as llm_calls.jsonl)."""
+    with Client(start_ray=False) as client:
+        canonical = Canonical.load(client.store, args.session)
+        rows = {u.key: u for u in AuditTrail.open(client.store).usage_by_actor(args.session)}
+    print(f"{'synth':<12} {'calls':>5} {'failed':>6} {'prompt':>8} {'completion':>10} {'cost $':>8}")
+    for sid, state in sorted(canonical.synths.items(), key=lambda kv: kv[1].identity.name):
+        u = rows.get(synth_stream(args.session, sid))
+        calls, failed = (u.calls, u.failed) if u else (0, 0)
+        prompt, completion = (u.prompt_tokens, u.completion_tokens) if u else (0, 0)
+        cost = f"{u.cost_usd:.4f}" if u and u.cost_usd is not None else "-"
+        print(f"{state.identity.name:<12} {calls:>5} {failed:>6} {prompt:>8} {completion:>10} {cost:>8}")
     return 0
 
 

@@ -36,7 +36,13 @@ KIND = "simulation"
 
 
 def create_session(
-    client: Any, pack_path: str | Path, *, run_id: str, config: DirectorConfig | None = None, pack: CompiledPack | None = None
+    client: Any,
+    pack_path: str | Path,
+    *,
+    run_id: str,
+    config: DirectorConfig | None = None,
+    pack: CompiledPack | None = None,
+    llm_params: dict[str, Any] | None = None,
 ) -> str:
     """Validate the pack, then record the session: RunSubmitted, the world's and synths'
     first events (one transaction), RunStarted. A bad pack raises PackError (a ValueError)
@@ -47,7 +53,10 @@ def create_session(
         run_id,
         goal=f"simulate {pack.name}",
         agent=KIND,
-        params={"pack": str(pack_path), "pack_digest": pack.digest, "director": config.model_dump()},
+        params={
+            "pack": str(pack_path), "pack_digest": pack.digest, "director": config.model_dump(),
+            "llm_params": {**DEFAULT_SYNTH_PARAMS, **(llm_params or {})},
+        },  # fmt: skip
     )
     record_session(client.store, run_id, pack)
     run = ActorShell(RunLifecycle(), run_stream(run_id), client.store, run_id=run_id).load()
@@ -68,6 +77,7 @@ class Simulation:
         if state.agent != KIND:
             raise UnknownSession(f"run {run_id} is not a simulation session (it is {state.agent or 'react'})")
         self.config = DirectorConfig.model_validate(state.params.get("director", {}))
+        self.llm_params = {**DEFAULT_SYNTH_PARAMS, **state.params.get("llm_params", {})}
         self._director: Any = None
         self._local: DirectorShell | None = None
         self._synth_actors: dict[str, Any] = {}
@@ -123,7 +133,7 @@ class Simulation:
             gateway = LlmGateway(self.llm if self.llm is not None else provider_from_settings(settings))
             model = getattr(self.llm, "model", None) or settings.llm_model
             synths = {
-                sid: SynthShell(store, self.run_id, sid, gateway, model, dict(DEFAULT_SYNTH_PARAMS))
+                sid: SynthShell(store, self.run_id, sid, gateway, model, dict(self.llm_params))
                 for sid in canonical.synths
             }
             pool = ThreadPoolExecutor(max_workers=max(1, len(synths)))
@@ -146,22 +156,35 @@ class Simulation:
         canonical = Canonical.load(self.client.store, self.run_id)
         options = {"max_restarts": 3, "num_cpus": 0}
         self._synth_actors = {
-            sid: ray.remote(SynthActor).options(**options, max_task_retries=0).remote(settings, self.run_id, sid, self.llm)
+            sid: ray.remote(SynthActor).options(**options, max_task_retries=0).remote(settings, self.run_id, sid, self.llm, self.llm_params)
             for sid in canonical.synths
         }
         extra = {"check": self.check} if self.check is not None else {}
+        # The director is not restarted: a cycle cut off is simply not committed, and the
+        # next step (a new actor) folds the log again.
         self._director = (
             ray.remote(DirectorActor)
-            .options(**options)
+            .options(max_restarts=0, num_cpus=0)
             .remote(settings, self.run_id, self._synth_actors, self.config, **extra)
         )
         return self._director
 
 
-def simulate(client: Any, pack: str | Path, *, run_id: str | None = None, ray: bool = True, llm: Any = None, **config: Any) -> Simulation:
-    """`Client().simulate(pack)`: a new session from a content pack, ready to step."""
+def simulate(
+    client: Any,
+    pack: str | Path,
+    *,
+    run_id: str | None = None,
+    ray: bool = True,
+    llm: Any = None,
+    llm_params: dict[str, Any] | None = None,
+    **config: Any,
+) -> Simulation:
+    """`Client().simulate(pack)`: a new session from a content pack, ready to step.
+    `llm_params` (temperature, max_tokens) are the synths' model parameters, kept with the
+    session; `config` is DirectorConfig's (max_microcycles, max_events)."""
     run_id = run_id or new_run_id()
-    create_session(client, pack, run_id=run_id, config=DirectorConfig(**config))
+    create_session(client, pack, run_id=run_id, config=DirectorConfig(**config), llm_params=llm_params)
     return Simulation(client, run_id, ray=ray, llm=llm)
 
 

@@ -26,14 +26,15 @@ MISSING_SENSE = {
 
 INSTRUCTIONS = """How to answer:
 Each turn you get what you perceive now and a menu of actions. Reply with one JSON object only:
-- inner_monologue: react, interpret, deliberate, resolve: one short sentence each, as yourself.
+- inner_monologue: react, interpret, deliberate, resolve: a few words each, as yourself.
 - intents: the actions you choose, action_id copied exactly from the menu. At most one action,
   plus "communicate" if you want to speak; put your words in "say" (only for communicate).
 - mood: one word.
-- belief_updates: up to 3 things you now believe (subject, content, confidence 0 to 1).
-- memories: up to 2 short things worth remembering.
-- theory_of_mind: up to 3 people you know: where they are, their mood, goals, what they know,
+- belief_updates: at most 2 NEW things you now believe (subject, content, confidence 0 to 1); [] if none.
+- memories: at most 1 short new thing worth remembering; [] if none.
+- theory_of_mind: at most 2 people you know: where they are, their mood, goals, what they know,
   what they think of you, and your confidence 0 to 1.
+Be brief: short phrases everywhere.
 Never invent an action id. Only what you perceive is real to you."""
 
 

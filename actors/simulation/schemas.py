@@ -16,11 +16,11 @@ from typing import Any
 from pydantic import BaseModel, field_validator
 
 # How many of each list a response may carry (the schema's maxItems; applying caps again).
-MAX_BELIEF_UPDATES = 3
-MAX_MEMORIES = 2
+MAX_BELIEF_UPDATES = 2
+MAX_MEMORIES = 1
 MAX_INTENTS = 2
-MAX_THEORY_OF_MIND = 3
-MAX_TOM_ITEMS = 3  # items in each of a mental model's lists
+MAX_THEORY_OF_MIND = 2
+MAX_TOM_ITEMS = 2  # items in each of a mental model's lists
 
 
 def _clamp(value: Any) -> float:

@@ -14,23 +14,29 @@ from typing import Any
 from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.llm.types import LlmRequest
 
-ACTION = re.compile(
-    r"\b((?:move_to|inspect|repair|switch|take|open|consume)_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|wait|communicate)\b"
-)
+_ID = r"(?:move_to|inspect|repair|switch|take|open|consume)_[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|wait|communicate"
+ACTION = re.compile(rf"(?m)^({_ID}):")  # a menu line: `id: label`
+BLOCKED = re.compile(rf"(?m)^- ({_ID}): blocked")  # a previous outcome that was refused
 PREFERENCE = ("repair_", "open_", "take_", "move_to_", "switch_", "inspect_", "consume_", "wait")
 
 
+def _user(request: LlmRequest) -> str:
+    return str(next((m["content"] for m in reversed(request.messages) if m.get("role") == "user"), ""))
+
+
 def menu(request: LlmRequest) -> list[str]:
-    """The action ids the request's last user message offers, in order, once each."""
-    text = next((m["content"] for m in reversed(request.messages) if m.get("role") == "user"), "")
+    """The action ids the request's last user message offers, in order, once each, less
+    any that was just refused."""
+    text = _user(request)
+    refused = set(BLOCKED.findall(text))
     seen: list[str] = []
-    for found in ACTION.findall(str(text)):
-        if found not in seen:
+    for found in ACTION.findall(text):
+        if found not in seen and found not in refused:
             seen.append(found)
     return seen
 
 
-def reply(action_id: str, say: str = "", mood: str = "determined") -> str:
+def reply(action_id: str, say: str = "", mood: str = "determined", memories: list[str] | None = None) -> str:
     intents: list[dict[str, Any]] = [{"action_id": action_id, "say": ""}]
     if say:
         intents.append({"action_id": "communicate", "say": say})
@@ -40,7 +46,7 @@ def reply(action_id: str, say: str = "", mood: str = "determined") -> str:
                                 "deliberate": f"{action_id} seems best.", "resolve": f"I will {action_id.split('_')[0]}."},
             "belief_updates": [],
             "mood": mood,
-            "memories": [],
+            "memories": memories or [],
             "intents": intents,
             "theory_of_mind": [],
         }  # fmt: skip
@@ -48,14 +54,26 @@ def reply(action_id: str, say: str = "", mood: str = "determined") -> str:
 
 
 def scripted_mind(request: LlmRequest) -> str:
-    """Prefer fixing things: repair, open, take, then move (a move chosen by a hash of the
-    request, so synths wander but a replay of the same request moves the same way)."""
+    """Prefer fixing things: repair, open, take, then move on. A move never goes straight
+    back where the synth came from (it remembers "left PLACE"), and among the rest is
+    chosen by a hash of the request, so synths explore and a replay moves the same way."""
     options = menu(request)
+    text = _user(request)
+    here = re.search(r"You are at: (.+?)\.?$", text, re.M)
+    system = str(request.messages[0].get("content", ""))
+    came_from = re.findall(r"left (.+?)(?:\s*$|\s*\()", system, re.M)
+    labels = dict(re.findall(rf"(?m)^({_ID}): (.*)$", text))
     digest = int(hashlib.sha256(request.hash().encode()).hexdigest()[:8], 16)
     for prefix in PREFERENCE:
         matching = [o for o in options if o.startswith(prefix)]
+        if prefix == "move_to_" and came_from and len(matching) > 1:
+            onward = [o for o in matching if labels.get(o, "") != f"Move to {came_from[-1]}"]
+            matching = onward or matching
         if matching:
-            return reply(matching[digest % len(matching)] if prefix == "move_to_" else matching[0])
+            if prefix == "move_to_":
+                memory = [f"left {here.group(1)}"] if here else []
+                return reply(matching[digest % len(matching)], memories=memory)
+            return reply(matching[0])
     return reply("wait")
 
 

@@ -87,7 +87,7 @@ def test_replay_fails_closed_when_a_recorded_prompt_no_longer_matches(client, mo
 def test_lamp_is_repaired_after_the_chest_is_opened_and_the_wrench_taken(client):
     s = session(client, run_id="lamp", max_microcycles=1)
     lit = False
-    for _ in range(12):
+    for _ in range(40):  # scripted minds wander (a move chosen by the request's hash)
         s.step(1)
         view = s.overview()
         c = Canonical.load(client.store, "lamp")
@@ -188,6 +188,20 @@ def test_a_stimulus_reaches_synths_through_perception_on_the_next_step(client):
 
 
 # -- the command line --------------------------------------------------------------------------
+
+
+def test_usage_per_synth_comes_from_the_audit_trail(client, capsys, tmp_path):
+    session(client, run_id="use").step(2)
+    assert main(["sim", "usage", "use"]) == 0
+    rows = {line.split()[0]: line.split() for line in capsys.readouterr().out.splitlines()[1:]}
+    assert set(rows) == {"Thomas", "Margaret", "James"}
+    calls = [r for r in client.store.read_all(run_id="use") if r.event.type_name == "LlmCompleted"]
+    assert sum(int(r[1]) for r in rows.values()) == len(calls)
+    assert all(int(r[3]) > 0 for r in rows.values())  # prompt tokens counted per synth
+    out = tmp_path / "llm_calls.jsonl"
+    assert main(["audit", "llm-calls", "--run", "use", "--out", str(out)]) == 0
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(lines) == len(calls) and all(line["seed"] is not None for line in lines)
 
 
 def test_sim_new_show_say_sessions(client, capsys, tmp_path):

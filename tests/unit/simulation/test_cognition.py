@@ -24,7 +24,7 @@ from actors.simulation.payloads import (
     Observation,
     SensoryBundle,
 )
-from actors.simulation.schemas import response_schema
+from actors.simulation.schemas import MAX_BELIEF_UPDATES, MAX_MEMORIES, response_schema
 from actors.simulation.synth import Belief, Identity, MentalModel, SynthState
 from actors.runtime.behaviour import Command
 from events.base import Event
@@ -339,7 +339,7 @@ def test_a_long_response_is_capped_when_applied() -> None:
     )
     event = SynthCognized(cycle=1, microcycle=1, call_index=1, response=answer, intents=[])
     state = evolve(make_state(beliefs=[]), event)
-    assert len(state.beliefs) == 3 and len(state.memories) == 2
+    assert len(state.beliefs) == MAX_BELIEF_UPDATES and len(state.memories) == MAX_MEMORIES
     assert len(state.affect.mood) <= 40
 
 

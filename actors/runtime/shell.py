@@ -87,7 +87,8 @@ class ActorShell(Generic[S]):
         if snap is not None and snap.kind == ShellSnapshot.__name__:
             body = ShellSnapshot.model_validate(snap.data)
             state_type = type(self.state)
-            if body.schema_version == state_type.schema_version:
+            usable = body.state_type in (None, state_type.__name__)  # another model's is not ours
+            if usable and body.schema_version == state_type.schema_version:
                 self.state = state_type.model_validate(body.state)
                 self.version = snap.version
                 self.keys = OrderedDict(

@@ -18,6 +18,7 @@ import argparse
 import json
 import sys
 import threading
+import time
 from typing import Any
 
 from actors.runtime.client import Client, new_run_id
@@ -98,29 +99,47 @@ def cmd_step(args: argparse.Namespace) -> int:
         session = Simulation(client, args.session, ray=not args.in_process)
         canonical = Canonical.load(client.store, args.session)
         names = {sid: s.identity.name for sid, s in canonical.synths.items()}
-        stop = threading.Event()
-        follower = None
-        if not args.quiet:
-            start = client.store.max_position() + 1
-            follower = threading.Thread(target=_show_progress, args=(client, args.session, start, names, stop), daemon=True)
-            follower.start()
+        progress = _Progress(client, args.session, names) if not args.quiet else None
         try:
             results = session.step(args.cycles)
         finally:
-            stop.set()
-            if follower is not None:
-                follower.join(timeout=5)
+            if progress is not None:
+                progress.finish(client.store.max_position())
             session.close()
     committed = sum(1 for r in results if r["committed"])
     print(f"session {args.session}: {committed} of {len(results)} cycle(s) committed, now at cycle {results[-1]['cycle']}")
     return 0
 
 
-def _show_progress(client: Client, run_id: str, start: int, names: dict[str, str], stop: threading.Event) -> None:
-    for rec in client.store.follow(start, run_id=run_id, stop=stop, poll_interval=0.1):
-        line = describe(rec.event, names)
-        if line:
-            print(line, file=sys.stderr, flush=True)
+class _Progress:
+    """Prints the session's events as they are committed, from another thread; `finish`
+    lets it print everything up to the log's end before it stops."""
+
+    def __init__(self, client: Client, run_id: str, names: dict[str, str]) -> None:
+        self.stop = threading.Event()
+        self.seen = 0
+        self.end: int | None = None
+        start = client.store.max_position() + 1
+        self.thread = threading.Thread(target=self._run, args=(client, run_id, start, names), daemon=True)
+        self.thread.start()
+
+    def _run(self, client: Client, run_id: str, start: int, names: dict[str, str]) -> None:
+        for rec in client.store.follow(start, stop=self.stop, poll_interval=0.1):
+            self.seen = rec.position
+            if rec.event.run_id == run_id:
+                line = describe(rec.event, names)
+                if line:
+                    print(line, file=sys.stderr, flush=True)
+            if self.end is not None and self.seen >= self.end:
+                return
+
+    def finish(self, end: int) -> None:
+        self.end = end
+        deadline = time.monotonic() + 10
+        while self.thread.is_alive() and self.seen < end and time.monotonic() < deadline:
+            time.sleep(0.05)
+        self.stop.set()
+        self.thread.join(timeout=5)
 
 
 def cmd_show(args: argparse.Namespace) -> int:

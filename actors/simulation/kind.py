@@ -79,7 +79,7 @@ class SimulationRun(RunKind):
     lead_label = "directors"
     live = False  # a session waits between steps: submitting or forking one returns its id
     tallies: ClassVar[dict[str, str]] = {
-        "CycleCommitted": "committed cycles", "CycleRolledBack": "rolled-back cycles", "LlmCompleted": "LLM calls",
+        "CycleCommitted": "committed cycles", "CycleRolledBack": "rolled-back cycles", "StimulusQueued": "stimuli",
     }  # fmt: skip
     error_types = frozenset({"CycleRolledBack"})
 

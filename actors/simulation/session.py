@@ -22,7 +22,7 @@ from typing import Any
 from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.llm.types import LlmRequest
 from actors.runtime.run import UnknownRun
-from actors.runtime.shell import ShellSnapshot
+from actors.runtime.shell import ShellSnapshot, utc_timestamp
 from actors.simulation import cognition, invariants
 from actors.simulation.cognition import SynthMind
 from actors.simulation.director import CognitionTask, CycleResult, DirectorConfig, DirectorState, evolve_director, run_cycle
@@ -185,6 +185,7 @@ class DirectorShell:
         self.check = check
         self.snapshot_every = snapshot_every
         self.canonical = Canonical.load(store, run_id)
+        self._verdict: Recorded | None = None  # the director's last event this shell appended
 
     def step(self, cycles: int = 1, on_cycle: Callable[[CycleResult], None] | None = None) -> list[CycleResult]:
         results = []
@@ -228,6 +229,8 @@ class DirectorShell:
                 sid = e.stream_id.rsplit(":synth:", 1)[1]
                 c.synths[sid] = mind.evolve(c.synths[sid], e)
             c.versions[e.stream_id] = e.version
+            if e.stream_id == ds:
+                self._verdict = r
         return recorded
 
     def stimulus(self, text: str, source: str = "operator") -> Recorded:
@@ -242,6 +245,7 @@ class DirectorShell:
         (recorded,) = self.store.append(ds, [event], self.canonical.versions.get(ds, 0))
         self.canonical.director = evolve_director(self.canonical.director, recorded.event)
         self.canonical.versions[ds] = recorded.event.version
+        self._verdict = recorded
         return recorded
 
     def save_snapshot(self) -> None:
@@ -257,8 +261,16 @@ class DirectorShell:
             keys=[], first=[], last=[],
             actor="director",
             state_type=type(state).__name__,
+            **self._where(version),
         )  # fmt: skip
         self.store.save_snapshot(ds, version, body)
+
+    def _where(self, version: int) -> dict[str, Any]:
+        """The time and log position of the director's event at `version`, when known."""
+        r = self._verdict
+        if r is None or r.event.version != version:
+            return {}
+        return {"timestamp": utc_timestamp(r.event.timestamp), "position": r.position or None}
 
     def _stamp(self, events: list[Event]) -> list[Event]:
         return [e.stamp(run_id=self.run_id) for e in events]

@@ -237,3 +237,27 @@ def test_unknown_sessions_and_missing_packs_are_one_line(client, capsys, argv):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].startswith("chorus: error:")
     assert client.store.max_position() == 0
+
+
+def test_the_python_api_is_on_the_client(client):
+    sim = client.simulate(LIGHTHOUSE, ray=False, llm=scripted_synths())
+    sim.stimulus("Someone knocks at the door.")
+    (cycle,) = sim.step(1)
+    assert cycle["committed"] and cycle["cycle"] == 1
+    view = sim.overview()
+    assert {s["name"] for s in view["synths"]} == {"Thomas", "Margaret", "James"}
+    again = client.open_session(sim.run_id, ray=False, llm=scripted_synths())
+    assert again.overview()["cycle"] == 1
+    with pytest.raises(AttributeError):
+        client.no_such_verb  # noqa: B018
+
+
+def test_the_snapshots_view_writes_the_full_system_snapshot(client):
+    session(client, run_id="files").step(2)
+    assert main(["projections", "rebuild"]) == 0
+    latest = client.settings.data_dir / "snapshots" / director_stream("files") / "latest.json"
+    doc = json.loads(latest.read_text())
+    assert doc["state_type"] == "SimulationSnapshot" and doc["state"]["format"] == "0.3.0"
+    assert doc["position"] is not None and doc["timestamp"]
+    assert doc["version"] == client.store.stream_version(director_stream("files"))
+    assert set(doc["state"]["versions"]) >= {world_stream("files"), director_stream("files")}

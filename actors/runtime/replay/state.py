@@ -55,7 +55,9 @@ def _fold(store: EventStore, stream_id: str, version: int) -> tuple[Behaviour[An
     snap = store.load_snapshot(stream_id, max_version=version)
     if snap is not None and snap.kind == ShellSnapshot.__name__:
         body = ShellSnapshot.model_validate(snap.data)
-        if body.schema_version == behaviour.state_type.schema_version:
+        # A snapshot of another model (a director's full-system one, say) is not this fold's.
+        usable = body.state_type in (None, behaviour.state_type.__name__)
+        if usable and body.schema_version == behaviour.state_type.schema_version:
             state, start, used = behaviour.state_type.model_validate(body.state), snap.version + 1, body
     tail = store.read_stream(stream_id, start, version) if start <= version else []
     state = behaviour.fold(state, tail)

@@ -41,6 +41,8 @@ def add_parsers(sub: Any) -> None:
     new.add_argument("pack", help="a content pack (YAML), e.g. actors/simulation/packs/lighthouse.yaml")
     new.add_argument("--max-microcycles", type=int, default=DirectorConfig().max_microcycles,
                      help="microcycles a director cycle may run (each is one LLM call per affected synth)")  # fmt: skip
+    new.add_argument("--perception-policy", choices=["none", "low_light"], default="none",
+                     help="low_light: dim light makes what synths see vaguer (LowLightAmbiguityPolicy)")  # fmt: skip
     new.set_defaults(func=cmd_new)
 
     step = verbs.add_parser("step", help="run director cycles, with live progress")
@@ -83,9 +85,8 @@ def cmd_new(args: argparse.Namespace) -> int:
     for warning in pack.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     with Client() as client:
-        run_id = create_session(
-            client, args.pack, run_id=new_run_id(), config=DirectorConfig(max_microcycles=args.max_microcycles), pack=pack
-        )
+        config = DirectorConfig(max_microcycles=args.max_microcycles, perception_policy=args.perception_policy)
+        run_id = create_session(client, args.pack, run_id=new_run_id(), config=config, pack=pack)
     print(f"session {run_id}")
     names = ", ".join(s.identity.name for s in pack.synths)
     print(f"pack {pack.name!r}: {len(pack.world.locations)} locations, {len(pack.world.entities)} entities, synths {names}")

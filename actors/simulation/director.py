@@ -24,14 +24,14 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import BaseModel
 
 from actors.simulation import communication, invariants, perception, processes, resolver
 from actors.simulation.cognition import SynthMind
 from actors.simulation.payloads import ActionOutcome, ActuationIntent, CommunicationEvent, SensoryBundle
-from actors.simulation.perception_policy import PerceptionPolicy
+from actors.simulation.perception_policy import LowLightAmbiguityPolicy, PerceptionPolicy
 from actors.simulation.synth import SynthState
 from actors.simulation.world import World, apply
 from events.base import Event, State
@@ -49,6 +49,10 @@ from events.simulation import (
 class DirectorConfig(BaseModel):
     max_microcycles: int = 2  # the cycle's budget of microcycles (each is an LLM call per affected synth)
     max_events: int = 60  # ... and of world events: past it the loop stops, not quiescent
+    perception_policy: Literal["none", "low_light"] = "none"  # the PerceptionPolicy hook
+
+    def policy(self) -> PerceptionPolicy:
+        return LowLightAmbiguityPolicy() if self.perception_policy == "low_light" else PerceptionPolicy()
 
 
 class DirectorState(State):
@@ -130,6 +134,7 @@ def run_cycle(
     """One director cycle over the canonical `world`, `director` and `synths`, none of
     which it changes: it returns the events a commit appends (or the rollback)."""
     config = config or DirectorConfig()
+    policy = policy or config.policy()
     mind = SynthMind()
     cycle = director.cycle + 1
     working = world.working_copy()

@@ -261,3 +261,18 @@ def test_the_snapshots_view_writes_the_full_system_snapshot(client):
     assert doc["position"] is not None and doc["timestamp"]
     assert doc["version"] == client.store.stream_version(director_stream("files"))
     assert set(doc["state"]["versions"]) >= {world_stream("files"), director_stream("files")}
+
+
+def test_the_low_light_policy_is_a_session_setting_and_replays(client):
+    plain = session(client, run_id="plain", max_microcycles=1)
+    dim = session(client, run_id="dim", max_microcycles=1, perception_policy="low_light")
+    plain.step(3)
+    dim.step(3)  # by cycle 3 night has fallen: what synths see is vaguer
+
+    def prompts(run_id):
+        return [m["content"] for r in client.store.read_all(run_id=run_id) if r.event.type_name == "LlmRequested"
+                for m in r.event.messages if m["role"] == "user"]  # fmt: skip
+
+    assert any("In the dim light, perhaps" in p for p in prompts("dim"))
+    assert not any("In the dim light, perhaps" in p for p in prompts("plain"))
+    assert replay_run(client.store, "dim").ok

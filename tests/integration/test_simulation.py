@@ -276,3 +276,15 @@ def test_the_low_light_policy_is_a_session_setting_and_replays(client):
     assert any("In the dim light, perhaps" in p for p in prompts("dim"))
     assert not any("In the dim light, perhaps" in p for p in prompts("plain"))
     assert replay_run(client.store, "dim").ok
+
+
+def test_an_unrelated_pack_runs_on_the_same_kernel(client):
+    """Nothing in the kernel is the lighthouse's: the orchard pack steps and replays too."""
+    sim = simulate(client, PACKS / "orchard.yaml", run_id="orchard", ray=False, llm=scripted_synths())
+    results = sim.step(4)
+    assert all(r["committed"] for r in results)
+    assert any(o["status"] == "ok" and not o["action_id"].startswith(("wait", "inspect"))
+               for r in results for o in r["outcomes"])  # fmt: skip
+    view = sim.overview()
+    assert view["pack"] == "orchard" and len(view["synths"]) == 2 and view["tick"] == 4
+    assert replay_run(client.store, "orchard").ok

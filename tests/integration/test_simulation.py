@@ -288,3 +288,19 @@ def test_an_unrelated_pack_runs_on_the_same_kernel(client):
     view = sim.overview()
     assert view["pack"] == "orchard" and len(view["synths"]) == 2 and view["tick"] == 4
     assert replay_run(client.store, "orchard").ok
+
+
+def test_a_session_on_postgresql_commits_each_cycle_in_one_transaction(tmp_path, monkeypatch, postgres_url):
+    monkeypatch.setenv("CHORUS_DATA_DIR", str(tmp_path))
+    with Client(settings=Settings.from_env(store_url=postgres_url), start_ray=False) as pg:
+        sim = simulate(pg, LIGHTHOUSE, run_id="pg", ray=False, llm=scripted_synths())
+        sim.step(2)
+        records = list(pg.store.read_all(run_id="pg"))
+        verdicts = [r for r in records if r.event.type_name == "CycleCommitted"]
+        assert len(verdicts) == 2
+        # Each cycle's events sit together in the log, the verdict closing them.
+        for v in verdicts:
+            cycle = [r for r in records if getattr(r.event, "cycle", None) == v.event.cycle
+                     and r.event.type_name in ("SynthCognized", "CycleCommitted")]  # fmt: skip
+            assert max(r.position for r in cycle) == v.position
+        assert replay_run(pg.store, "pg").ok

@@ -11,6 +11,9 @@ with the DefectCapsule, or escalate to a person.
     EscalationRaised    retries ran out: handed to a person, the relay moves to the next item
     EscalationResolved  the person dealt with it
     RoadmapCompleted    every item passed or escalated
+    WorkspaceChanged    a builder turn's file changes, each file's full new text, so the
+                        workspace at any turn is the fold of these (actors.relay.workspace)
+    RelayStopped        the relay's budget (tokens or wall time) ran out: no further turns
 
 Field names are the seed's (BatonPacket, defect capsule, and the columns of its
 agent_turns, checkpoints, defects and escalations tables). Embeddings are not in the
@@ -19,9 +22,10 @@ events: a vector view embeds `content` from them.
 
 from __future__ import annotations
 
+from pathlib import PurePosixPath
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, model_validator
+from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 
 from events.base import Event
 from events.registry import event_type
@@ -67,12 +71,26 @@ class VerifierCheck(BaseModel):
     details: str = ""
 
 
+class RelayBudget(BaseModel):
+    """What the whole relay may spend; None is unlimited. Wall time runs from the
+    RoadmapPlanned timestamp."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_tokens: int | None = None
+    max_seconds: float | None = None
+
+
 @event_type("RoadmapPlanned")
 class RoadmapPlanned(Event):
     task_id: str
     task: str  # the person's request
     roadmap: list[str]  # the items, in order
     max_retries: int = 3
+    # Each item whole (title, acceptance_criteria, details: actors.relay.roadmap.RoadmapItem),
+    # parallel to `roadmap`, which holds their texts; empty in logs written before it existed.
+    items: list[dict[str, Any]] = []
+    budget: RelayBudget = RelayBudget()
 
 
 @event_type("RelayTurnStarted")
@@ -94,6 +112,7 @@ class BatonPassed(Event):
     turn_id: str  # the builder's turn
     turn_number: int
     baton: BatonPacket
+    tokens: int = 0  # what the builder's LLM calls for this turn used (the relay's token budget)
 
 
 @event_type("TurnVerified")
@@ -109,6 +128,7 @@ class TurnVerified(Event):
     report: str  # the verifier's findings, as text
     checks: list[VerifierCheck] = []
     defect_capsule: DefectCapsule | None = None
+    tokens: int = 0  # what the verifier's LLM calls used
 
     @model_validator(mode="after")
     def _passed_has_no_defect(self) -> TurnVerified:
@@ -158,3 +178,54 @@ class RoadmapCompleted(Event):
     task_id: str
     passed: int  # roadmap items that passed
     escalated: int  # roadmap items handed to a person
+
+
+@event_type("WorkspaceChanged")
+class WorkspaceChanged(Event):
+    """A builder turn's edits to the relay's workspace. Each change is `{path, kind,
+    content}`: kind "write" with the file's full new text, or "delete" (content None).
+    Whole texts, not diffs, so the workspace at any turn is a plain fold of these events
+    and a fork or replay never needs the git repository."""
+
+    task_id: str
+    turn_id: str  # the builder turn that made the changes
+    changes: list[dict[str, Any]]
+
+    @field_validator("changes")
+    @classmethod
+    def _well_formed(cls, changes: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        for change in changes:
+            path, kind, content = change.get("path"), change.get("kind"), change.get("content")
+            if set(change) - {"path", "kind", "content"}:
+                raise ValueError(f"a workspace change has unknown keys: {sorted(set(change))}")
+            if not isinstance(path, str) or not _relative(path):
+                raise ValueError(f"a workspace path must be relative, inside the workspace: {path!r}")
+            if kind == "write" and not isinstance(content, str):
+                raise ValueError(f"a write of {path} needs its text as content")
+            if kind == "delete" and content is not None:
+                raise ValueError(f"a delete of {path} carries no content")
+            if kind not in ("write", "delete"):
+                raise ValueError(f"a workspace change is a write or a delete, not {kind!r}")
+        return changes
+
+
+def _relative(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    return (
+        bool(parts)
+        and not path.startswith("/")
+        and "\\" not in path
+        and all(p not in ("..", ".", ".git") for p in parts)
+        and str(PurePosixPath(path)) == path
+    )
+
+
+@event_type("RelayStopped")
+class RelayStopped(Event):
+    """The relay ended before its roadmap did: `reason` "budget_exhausted", with `limit`
+    the budget that ran out ("tokens" or "wall_time") and `message` a line for a person."""
+
+    task_id: str
+    reason: str
+    message: str
+    limit: str | None = None

@@ -22,24 +22,19 @@ from __future__ import annotations
 
 import json
 import os
-import selectors
-import signal
 import subprocess
-import time
 from collections.abc import Iterator, Mapping
 from functools import lru_cache
 from typing import Any
 
 from actors.runtime.registry import Registry, Tool
 from actors.tools.paths import ToolInputError, is_binary, read_head, resolve_in_root, resolve_root
+from actors.tools.process import drain, kill_group
 
 KEPT_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL")
 DEFAULT_TIMEOUT_S = 30.0
 MAX_TIMEOUT_S = 600.0
 MAX_OUTPUT_CHARS = 64_000
-# Bytes kept per stream: enough for MAX_OUTPUT_CHARS characters of UTF-8 (4 bytes at most each).
-MAX_OUTPUT_BYTES = 4 * MAX_OUTPUT_CHARS
-READ_CHUNK = 65_536
 DRAIN_AFTER_KILL_S = 5.0
 MAX_READ_BYTES = 200_000
 # The launchers: the script is `/bin/sh -c COMMAND` started by one of these, which stays its
@@ -84,70 +79,6 @@ def isolation() -> str:
     return "namespaces" if namespaces_work() else "plain"
 
 
-class _Capped:
-    """One output stream, read as it comes: the first `MAX_OUTPUT_BYTES` kept, the rest counted."""
-
-    def __init__(self) -> None:
-        self.kept = bytearray()
-        self.total = 0
-
-    def add(self, chunk: bytes) -> None:
-        self.total += len(chunk)
-        room = MAX_OUTPUT_BYTES - len(self.kept)
-        if room > 0:
-            self.kept += chunk[:room]
-
-    def text(self) -> str:
-        text = bytes(self.kept).decode("utf-8", errors="replace")
-        if len(text) <= MAX_OUTPUT_CHARS and self.total == len(self.kept):
-            return text
-        shown = text[:MAX_OUTPUT_CHARS]
-        dropped = self.total - len(shown.encode("utf-8", errors="replace"))
-        return shown + f"\n... ({dropped} more bytes cut, {self.total} in all)"
-
-
-def _kill_group(proc: subprocess.Popen[bytes]) -> None:
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-
-
-def _drain(proc: subprocess.Popen[bytes], limit: float) -> tuple[_Capped, _Capped, bool]:
-    """Read stdout and stderr until both close, keeping what `_Capped` keeps, so the child
-    never blocks on a full pipe and memory stays bounded. At `limit` seconds the process
-    group is killed and reading goes on for a short grace (pipes an escaped process holds
-    open are then abandoned). Returns (stdout, stderr, timed_out)."""
-    out, err = _Capped(), _Capped()
-    sinks = {proc.stdout: out, proc.stderr: err}
-    timed_out = False
-    deadline = time.monotonic() + limit
-    with selectors.DefaultSelector() as sel:
-        for pipe in sinks:
-            assert pipe is not None
-            os.set_blocking(pipe.fileno(), False)
-            sel.register(pipe, selectors.EVENT_READ)
-        while sel.get_map():
-            left = deadline - time.monotonic()
-            if left <= 0:
-                if timed_out:
-                    break  # grace over
-                timed_out = True
-                _kill_group(proc)
-                deadline = time.monotonic() + DRAIN_AFTER_KILL_S
-                continue
-            for key, _ in sel.select(timeout=left):
-                try:
-                    chunk = os.read(key.fd, READ_CHUNK)
-                except BlockingIOError:
-                    continue
-                if chunk:
-                    sinks[key.fileobj].add(chunk)  # type: ignore[index]
-                else:
-                    sel.unregister(key.fileobj)
-    return out, err, timed_out
-
-
 class RunScript(Tool):
     description = "Run a shell command in the workspace folder, with a timeout; returns exit code, stdout, stderr."
 
@@ -171,9 +102,9 @@ class RunScript(Tool):
             start_new_session=True,  # its own process group: we can kill all it started
         )
         try:
-            out, err, timed_out = _drain(proc, limit)
+            out, err, timed_out = drain(proc, limit, MAX_OUTPUT_CHARS, DRAIN_AFTER_KILL_S)
         finally:
-            _kill_group(proc)  # background leftovers of a script that finished
+            kill_group(proc)  # background leftovers of a script that finished
             for pipe in (proc.stdout, proc.stderr):
                 if pipe is not None:
                     pipe.close()

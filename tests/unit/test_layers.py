@@ -41,6 +41,9 @@ PURE_CORES = (
     "actors.simulation.loader",
     "actors.simulation.cognition",
     "actors.simulation.snapshot",
+    "actors.relay.scheduler",
+    "actors.relay.verdict",
+    "actors.relay.prompts",
 )
 
 

@@ -1,0 +1,566 @@
+"""The Builder's reply as file edits, and their application to the workspace (seed 004).
+
+A small model writes code the ways people do in chat: fenced blocks labelled with a path
+(a `File: x.py` line or a `### x.py` heading before the fence, or ```` ```python x.py ````),
+unified diffs in ```` ```diff ```` blocks or bare in the prose, with line numbers that are
+often wrong. `parse_edits` reads all of them in the order written; `apply_edits` confines
+every path to the workspace (no absolute paths, no `..`, no `.git`, no symlinks) and applies
+everything or nothing.
+
+Diffs are applied here rather than by a library: `whatthepatch` trusts a hunk's line numbers
+(a model's are often off) and `patch-ng` patches files on disk by paths it reads from the
+diff. Ours finds each hunk by its context, nearest to the line it names, and refuses a hunk
+whose context is not in the file. Everything is pure but `apply_edits` and
+`workspace_snapshot`, which touch the workspace and nothing else.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import stat
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict
+
+EditKind = Literal["write", "diff", "delete"]
+
+SNAPSHOT_SKIP_DIRS = frozenset(
+    {".git", "__pycache__", ".pytest_cache", ".ruff_cache", ".mypy_cache", ".hypothesis"}
+)  # the repository's own history and what the verifier's tools leave behind
+SNAPSHOT_MAX_BYTES = 1_000_000
+
+
+class FileEdit(BaseModel):
+    """One change to one file: its whole new text, a unified diff of it, or its removal."""
+
+    model_config = ConfigDict(frozen=True)
+
+    path: str
+    kind: EditKind
+    content: str = ""
+
+
+# -- reading a reply -------------------------------------------------------------------------------
+
+_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})\s*(.*?)\s*$")
+_KNOWN_NAMES = {"Makefile", "Dockerfile", "LICENSE", "Procfile", "Gemfile", "Justfile"}
+_PATHLIKE = re.compile(r"^(?:[\w.\-]+/)*[\w\-][\w.\-]*\.[A-Za-z0-9]{1,10}$")
+_DIFF_LANGS = {"diff", "patch", "udiff"}
+_EXPLICIT = re.compile(
+    r"^(?:#{1,6}\s*)?(?:[*_]{1,2})?(?:file(?:name)?|path)(?:[*_]{1,2})?\s*[:=]\s*(?:[*_]{1,2})?\s*(.+?)\s*$",
+    re.I,
+)
+_HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$")
+_BACKTICKED = re.compile(r"`([^`\s]+)`")
+_FIRST_LINE = re.compile(r"^\s*(?:#|//|--|/\*|<!--)\s*(?:file(?:name)?\s*:\s*)?(\S+?)\s*(?:\*/|-->)?\s*$", re.I)
+_DELETE = re.compile(r"^\s*(?:[-*]\s*)?(?:delete|remove)(?:\s+the)?\s+file\s*:?\s*`?([^`\s]+?)`?\s*\.?\s*$", re.I)
+_HUNK_HEAD = re.compile(r"^@@\s*(?:-(\d+)(?:,(\d+))?\s+\+(\d+)(?:,(\d+))?)?\s*@@")
+
+
+def _tidy(token: str) -> str:
+    token = token.strip().strip("`'\"*_").strip()
+    token = token.rstrip(":").strip("`'\"*_")
+    while token.startswith("./"):
+        token = token[2:]
+    return token
+
+
+def _pathlike(token: str, *, explicit: bool = False) -> str | None:
+    """The token as a path if it looks like one (anything without spaces, when a `File:`
+    label says it is one)."""
+    token = _tidy(token)
+    if not token or " " in token:
+        return None
+    if explicit or _PATHLIKE.match(token) or token in _KNOWN_NAMES or PurePosixPath(token).name in _KNOWN_NAMES:
+        return token
+    return None
+
+
+def _path_from_info(info: str) -> tuple[str, str | None]:
+    """(language, path) from a fence's info string: ```` ```python src/x.py ````,
+    ```` ```python:src/x.py ````, ```` ```src/x.py ````, ```` ```py title="x.py" ````."""
+    tokens = info.split()
+    lang = ""
+    path = None
+    for n, token in enumerate(tokens):
+        if "=" in token:
+            key, _, value = token.partition("=")
+            if key.lower() in ("title", "file", "filename", "path"):
+                path = path or _pathlike(value, explicit=True)
+            continue
+        if ":" in token and n == 0 and not token.endswith(":"):
+            head, _, tail = token.partition(":")
+            lang = head
+            path = path or _pathlike(tail)
+            continue
+        found = _pathlike(token)
+        if found and path is None:
+            path = found
+        elif n == 0:
+            lang = token
+    return lang.lower(), path
+
+
+def _path_before(lines: list[str], index: int, floor: int) -> str | None:
+    """The path a label line just before the fence at `index` names: `File: x.py`,
+    `### x.py`, `**x.py**`, or a sentence ending with a backticked path and a colon."""
+    for k in range(index - 1, max(floor, index - 3) - 1, -1):
+        line = lines[k].strip()
+        if not line:
+            continue
+        if _FENCE.match(line):
+            return None
+        explicit = _EXPLICIT.match(line)
+        if explicit:
+            return _pathlike(explicit.group(1).split()[0], explicit=True)
+        heading = _HEADING.match(line)
+        if heading:
+            return _pathlike(heading.group(1))
+        whole = _pathlike(line)
+        if whole:
+            return whole
+        if line.endswith(":"):
+            found = [p for t in _BACKTICKED.findall(line) if (p := _pathlike(t))]
+            if found:
+                return found[-1]
+        return None
+    return None
+
+
+@dataclass
+class _Block:
+    start: int  # the opening fence's line
+    end: int  # the line after the closing fence
+    lang: str
+    path: str | None
+    body: list[str] = field(default_factory=list)
+
+
+def _blocks(lines: list[str]) -> list[_Block]:
+    blocks: list[_Block] = []
+    i, floor = 0, 0
+    while i < len(lines):
+        opening = _FENCE.match(lines[i])
+        if not opening:
+            i += 1
+            continue
+        fence = opening.group(1)
+        j = i + 1
+        while j < len(lines):
+            closing = lines[j].strip()
+            if closing.startswith(fence[0] * len(fence)) and not closing.strip(fence[0]):
+                break
+            j += 1
+        lang, path = _path_from_info(opening.group(2))
+        block = _Block(start=i, end=j + 1, lang=lang, path=path or _path_before(lines, i, floor), body=lines[i + 1 : j])
+        blocks.append(block)
+        i = floor = j + 1  # an unclosed fence (the reply was cut off) runs to the end
+    return blocks
+
+
+def _header_path(line: str) -> str | None:
+    """The path of a `--- a/x` or `+++ b/x` line; None for /dev/null."""
+    raw = line[4:].split("\t")[0].strip()
+    raw = re.sub(r"\s+\d{4}-\d\d-\d\d[ T][\d:.]+(?:\s*[+-]\d{4})?$", "", raw)  # a timestamp
+    raw = _tidy(raw)
+    if raw == "/dev/null" or not raw:
+        return None
+    if raw.startswith(("a/", "b/")):
+        raw = raw[2:]
+    return raw
+
+
+def _is_diff_start(lines: list[str], k: int) -> bool:
+    return lines[k].startswith("--- ") and k + 1 < len(lines) and lines[k + 1].startswith("+++ ")
+
+
+def _read_diff(lines: list[str], k: int, *, fenced: bool, label: str | None) -> tuple[list[FileEdit], int]:
+    """The file diffs starting at line k, and the line after them. In a fence every line up
+    to the fence belongs to the diff (a blank line is blank context, a line without its
+    leading space is context); bare in prose, a hunk ends where its counts say, or at the
+    first line that is not diff."""
+    edits: list[FileEdit] = []
+    old: str | None = label
+    new: str | None = label
+    body: list[str] = []
+    started = False
+
+    def flush() -> None:
+        while body and not body[-1].strip():  # blank lines before the fence are not context
+            body.pop()
+        if not body:
+            return
+        if new is None and old is not None:
+            edits.append(FileEdit(path=old, kind="delete"))
+        elif old is None and new is not None and started_new_file:
+            added = [b[1:] for b in body if b.startswith("+")]
+            no_eol = any(b.startswith("\\") for b in body)
+            text = "\n".join(added) + ("" if no_eol or not added else "\n")
+            edits.append(FileEdit(path=new, kind="write", content=text))
+        elif new is not None:
+            text = f"--- a/{old or new}\n+++ b/{new}\n" + "\n".join(body) + "\n"
+            edits.append(FileEdit(path=new, kind="diff", content=text))
+        body.clear()
+
+    started_new_file = False
+    left_old = left_new = 0  # lines a bare hunk still has, by its counts
+    counted = False
+    n = len(lines)
+    while k < n:
+        line = lines[k]
+        if _is_diff_start(lines, k):
+            flush()
+            old, new = _header_path(line), _header_path(lines[k + 1])
+            started_new_file = line[4:].strip().split("\t")[0] == "/dev/null"
+            started, k = True, k + 2
+            continue
+        if line.startswith(("diff --git", "index ", "new file mode", "deleted file mode", "similarity", "rename ")):
+            k += 1
+            continue
+        head = _HUNK_HEAD.match(line)
+        if head:
+            if not started and label is None:
+                break
+            started = True
+            body.append(line)
+            counted = head.group(1) is not None
+            left_old = int(head.group(2) or 1) if counted else 0
+            left_new = int(head.group(4) or 1) if counted else 0
+            k += 1
+            continue
+        if not body:
+            if fenced:
+                k += 1
+                continue
+            break
+        if fenced:
+            if line.startswith(("+", "-", " ", "\\")):
+                body.append(line)
+            else:
+                body.append(" " + line)  # blank context, or context that lost its space
+            k += 1
+            continue
+        # bare: the hunk's counts, when it has them, say where it ends
+        if counted and left_old <= 0 and left_new <= 0 and not line.startswith("\\"):
+            break
+        if line.startswith("\\"):
+            body.append(line)
+        elif line.startswith("+"):
+            left_new -= 1
+            body.append(line)
+        elif line.startswith("-"):
+            left_old -= 1
+            body.append(line)
+        elif line.startswith(" ") or (line == "" and counted):
+            left_old -= 1
+            left_new -= 1
+            body.append(line if line else " ")
+        else:
+            break
+        k += 1
+    flush()
+    return edits, k
+
+
+def parse_edits(reply: str, *, default_path: str | None = None) -> list[FileEdit]:
+    """The file edits in a builder's reply, in the order written.
+
+    Labelled fenced blocks are whole-file writes, diffs (fenced or bare) are diffs (a diff
+    from /dev/null is a write, one to /dev/null a delete), and a `Delete file: x` line is a
+    delete. Unlabelled code is not an edit, unless `default_path` is given and the reply has
+    no other edit: then its longest unlabelled block is written there (a one-file task).
+    """
+    lines = reply.splitlines()
+    found: list[tuple[int, FileEdit]] = []
+    unlabelled: list[_Block] = []
+    blocks = _blocks(lines)
+    for block in blocks:
+        body = block.body
+        looks_diff = any(_is_diff_start(body, k) for k in range(len(body))) or (
+            block.lang in _DIFF_LANGS and any(_HUNK_HEAD.match(b) for b in body)
+        )
+        if looks_diff:
+            k = 0
+            while k < len(body):
+                if _is_diff_start(body, k) or (block.path and _HUNK_HEAD.match(body[k])):
+                    edits, k = _read_diff(body, k, fenced=True, label=block.path)
+                    found.extend((block.start, e) for e in edits)
+                else:
+                    k += 1
+            continue
+        path = block.path
+        if path is None and body:
+            first = _FIRST_LINE.match(body[0])
+            path = _pathlike(first.group(1)) if first else None
+        if path is None:
+            unlabelled.append(block)
+            continue
+        text = "\n".join(body) + ("\n" if body else "")
+        found.append((block.start, FileEdit(path=path, kind="write", content=text)))
+    # outside the fences: bare diffs and deletions
+    inside = set()
+    for block in blocks:
+        inside.update(range(block.start, block.end))
+    k = 0
+    while k < len(lines):
+        if k in inside:
+            k += 1
+            continue
+        if _is_diff_start(lines, k):
+            edits, after = _read_diff(lines, k, fenced=False, label=None)
+            found.extend((k, e) for e in edits)
+            k = max(after, k + 1)
+            continue
+        gone = _DELETE.match(lines[k])
+        if gone and _pathlike(gone.group(1)):
+            found.append((k, FileEdit(path=_tidy(gone.group(1)), kind="delete")))
+        k += 1
+    found.sort(key=lambda pair: pair[0])
+    edits = [e for _, e in found]
+    if not edits and default_path and unlabelled:
+        code = [b for b in unlabelled if b.lang not in _DIFF_LANGS | {"text", "console", "bash", "sh", "shell"}]
+        if code:
+            longest = max(code, key=lambda b: len("\n".join(b.body)))
+            edits = [FileEdit(path=default_path, kind="write", content="\n".join(longest.body) + "\n")]
+    return edits
+
+
+# -- applying a unified diff to a text ------------------------------------------------------------
+
+
+@dataclass
+class _Hunk:
+    header: str
+    old_start: int | None
+    old_count: int | None
+    lines: list[tuple[str, str]] = field(default_factory=list)
+    old_no_eol: bool = False
+    new_no_eol: bool = False
+
+
+def _hunks(diff: str) -> list[_Hunk]:
+    hunks: list[_Hunk] = []
+    for line in diff.splitlines():
+        head = _HUNK_HEAD.match(line)
+        if head:
+            start = int(head.group(1)) if head.group(1) is not None else None
+            count = int(head.group(2)) if head.group(2) is not None else (1 if start is not None else None)
+            hunks.append(_Hunk(header=line.strip(), old_start=start, old_count=count))
+            continue
+        if not hunks or line.startswith(("--- ", "+++ ")) and not hunks[-1].lines:
+            continue
+        hunk = hunks[-1]
+        if line.startswith("\\"):
+            last = hunk.lines[-1][0] if hunk.lines else " "
+            if last in " -":
+                hunk.old_no_eol = True
+            if last in " +":
+                hunk.new_no_eol = True
+            continue
+        tag, text = (line[0], line[1:]) if line[:1] in ("+", "-", " ") else (" ", line)
+        hunk.lines.append((tag, text))
+    return hunks
+
+
+def _find(lines: list[str], block: list[str], hint: int, cursor: int) -> int | None:
+    """Where `block` occurs in `lines`: after the previous hunk if it can, nearest to the
+    line the hunk names; exact first, then ignoring trailing whitespace."""
+    size = len(block)
+    for same in (lambda a, b: a == b, lambda a, b: a.rstrip() == b.rstrip()):
+        for lo in (cursor, 0):
+            spots = [
+                p
+                for p in range(lo, len(lines) - size + 1)
+                if all(same(lines[p + i], block[i]) for i in range(size))
+            ]
+            if spots:
+                return min(spots, key=lambda p: (abs(p - hint), p))
+    return None
+
+
+def apply_unified_diff(original: str, diff: str, path: str = "file") -> str:
+    """`original` with the hunks of `diff` applied. Line numbers are hints: each hunk goes
+    where its context and removed lines are, nearest to the line it names. A hunk whose
+    lines are not in the text raises ValueError naming the file and the hunk."""
+    hunks = _hunks(diff)
+    if not hunks:
+        raise ValueError(f"{path}: the diff has no hunks (no @@ lines)")
+    eol = original.endswith("\n") or original == ""
+    lines = (original[:-1] if original.endswith("\n") else original).split("\n") if original else []
+    offset, cursor = 0, 0
+    for number, hunk in enumerate(hunks, 1):
+        old = [text for tag, text in hunk.lines if tag in " -"]
+        if not old:  # a pure insertion: after line old_start (`-k,0`), or at the end
+            if hunk.old_start is None:
+                pos = len(lines)
+            else:
+                after = hunk.old_start if hunk.old_count == 0 else hunk.old_start - 1
+                pos = min(max(after + offset, 0), len(lines))
+        else:
+            hint = hunk.old_start - 1 + offset if hunk.old_start is not None else cursor
+            found = _find(lines, old, hint, cursor)
+            if found is None:
+                first = next((t for tag, t in hunk.lines if tag in " -"), "")
+                raise ValueError(
+                    f"{path}: hunk {number} ({hunk.header}) does not apply: its lines are not in the file "
+                    f"(first: {first.strip()[:60]!r})"
+                )
+            pos = found
+        out: list[str] = []
+        i = pos
+        for tag, text in hunk.lines:
+            if tag == " ":
+                out.append(lines[i])  # the file's own line (it may differ in trailing space)
+                i += 1
+            elif tag == "-":
+                i += 1
+            else:
+                out.append(text)
+        lines[pos : pos + len(old)] = out
+        offset += len(out) - len(old)
+        cursor = pos + len(out)
+    if any(h.new_no_eol for h in hunks):
+        eol = False
+    elif any(h.old_no_eol for h in hunks):
+        eol = True
+    if not lines:
+        return ""
+    return "\n".join(lines) + ("\n" if eol else "")
+
+
+# -- the workspace ---------------------------------------------------------------------------------
+
+
+def confine(root: Path, path: str) -> str:
+    """`path` as a clean relative path under `root`, or ValueError: absolute paths, `..`,
+    `.git` (the relay owns the workspace's history) and any symlink on the way are refused."""
+    text = path.strip().strip("`'\"").replace("\\", "/")
+    while text.startswith("./"):
+        text = text[2:]
+    if not text or "\0" in text:
+        raise ValueError(f"refused edit path {path!r}: it is empty or not a file name")
+    if text.startswith(("/", "~")) or re.match(r"^[A-Za-z]:", text):
+        raise ValueError(f"refused edit path {path!r}: absolute; edits name files relative to the workspace")
+    parts = [p for p in PurePosixPath(text).parts if p != "."]
+    if ".." in parts:
+        raise ValueError(f"refused edit path {path!r}: '..' leads outside the workspace")
+    if ".git" in parts:
+        raise ValueError(f"refused edit path {path!r}: the workspace's .git is not the builder's to edit")
+    current = root
+    for n, part in enumerate(parts):
+        current = current / part
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            break
+        if stat.S_ISLNK(mode):
+            raise ValueError(f"refused edit path {path!r}: {'/'.join(parts[: n + 1])} is a symlink")
+        if n < len(parts) - 1 and not stat.S_ISDIR(mode):
+            raise ValueError(f"refused edit path {path!r}: {'/'.join(parts[: n + 1])} is not a folder")
+    if not (root / Path(*parts)).resolve().is_relative_to(root):
+        raise ValueError(f"refused edit path {path!r}: it leads outside the workspace")
+    return "/".join(parts)
+
+
+def _current(root: Path, rel: str) -> str | None:
+    target = root / rel
+    try:
+        mode = os.lstat(target).st_mode
+    except FileNotFoundError:
+        return None
+    if not stat.S_ISREG(mode):
+        raise ValueError(f"{rel}: not a regular file, cannot edit it")
+    try:
+        return target.read_bytes().decode("utf-8")
+    except UnicodeDecodeError:
+        raise ValueError(f"{rel}: not a UTF-8 text file, cannot edit it") from None
+
+
+def _write(root: Path, rel: str, text: str) -> None:
+    target = root / rel
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o644)
+    with os.fdopen(fd, "wb") as f:
+        f.write(text.encode("utf-8"))
+
+
+def apply_edits(root: Path | str, edits: Iterable[FileEdit]) -> list[str]:
+    """Apply the edits to the workspace at `root`, all or nothing; the relative paths of the
+    files whose content changed, in order. Every path is checked and every diff applied in
+    memory first: a refused path or a hunk that does not apply raises ValueError and leaves
+    the workspace untouched."""
+    base = Path(root).resolve()
+    if not base.is_dir():
+        raise ValueError(f"workspace {str(root)!r} is not a folder")
+    planned: dict[str, str | None] = {}
+    for edit in edits:
+        rel = confine(base, edit.path)
+        current = planned[rel] if rel in planned else _current(base, rel)
+        if edit.kind == "write":
+            planned[rel] = edit.content
+        elif edit.kind == "delete":
+            if current is None:
+                raise ValueError(f"{rel}: cannot delete it, there is no such file")
+            planned[rel] = None
+        else:
+            if current is None:
+                raise ValueError(f"{rel}: a diff for a file that does not exist")
+            planned[rel] = apply_unified_diff(current, edit.content, rel)
+    changed: list[str] = []
+    for rel, text in planned.items():
+        if text == _current(base, rel):
+            continue
+        if text is None:
+            (base / rel).unlink()
+        else:
+            _write(base, rel, text)
+        changed.append(rel)
+    return changed
+
+
+def workspace_snapshot(root: Path | str) -> dict[str, str]:
+    """Every text file under `root` (relative posix path -> text), for rebuilding and
+    comparing workspaces. Skips .git and tool caches, symlinks, binary and non-UTF-8 files
+    and files over SNAPSHOT_MAX_BYTES."""
+    base = Path(root)
+    out: dict[str, str] = {}
+    for dirpath, dirnames, filenames in os.walk(base, followlinks=False):
+        dirnames[:] = sorted(d for d in dirnames if d not in SNAPSHOT_SKIP_DIRS)
+        for name in sorted(filenames):
+            path = Path(dirpath) / name
+            try:
+                info = os.lstat(path)
+            except OSError:
+                continue
+            if not stat.S_ISREG(info.st_mode) or info.st_size > SNAPSHOT_MAX_BYTES:
+                continue
+            data = path.read_bytes()
+            if b"\0" in data:
+                continue
+            try:
+                out[path.relative_to(base).as_posix()] = data.decode("utf-8")
+            except UnicodeDecodeError:
+                continue
+    return dict(sorted(out.items()))
+
+
+def snapshot_diff(before: dict[str, str], after: dict[str, str]) -> str:
+    """A unified diff between two snapshots (what the coherence check reads, what `chorus
+    diff` shows). `apply_unified_diff` of a file's part turns before into after."""
+    chunks: list[str] = []
+    for path in sorted(set(before) | set(after)):
+        a, b = before.get(path), after.get(path)
+        if a == b:
+            continue
+        old_name = f"a/{path}" if a is not None else "/dev/null"
+        new_name = f"b/{path}" if b is not None else "/dev/null"
+        for line in difflib.unified_diff(
+            (a or "").splitlines(keepends=True), (b or "").splitlines(keepends=True), old_name, new_name
+        ):
+            chunks.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(chunks)

@@ -55,11 +55,15 @@ def build_request(
         model=model,
         messages=[
             {"role": "system", "content": system_prompt(state)},
-            {"role": "user", "content": user_message(bundle)},
+            {"role": "user", "content": user_message(bundle, _aims(state))},
         ],
         params={"max_tokens": DEFAULT_MAX_TOKENS, **params, "seed": seed},
         response_schema=response_schema([o.action_id for o in bundle.surface.options]),
     )
+
+
+def _aims(state: SynthState) -> list[str]:
+    return [p.goal for p in state.projects if p.status == "active"][:2]
 
 
 def retry_request(first: LlmRequest, reply: str | None, error: str) -> LlmRequest:

@@ -9,6 +9,8 @@ nothing it has to infer that could be said.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from actors.simulation.payloads import ActionOutcome, Observation, SensoryBundle
 from actors.simulation.synth import MentalModel, SynthState
 
@@ -102,9 +104,11 @@ def _outcome_line(outcome: ActionOutcome) -> str:
     return f"- {outcome.action_id}: {outcome.status}" + (f" ({outcome.reason})" if outcome.reason else "")
 
 
-def user_message(bundle: SensoryBundle) -> str:
+def user_message(bundle: SensoryBundle, aims: Sequence[str] = ()) -> str:
     """This moment: time and place, what each sense brings, what was said, how the last
-    actions went, and the menu (with who would hear `communicate`)."""
+    actions went, and the menu (with who would hear `communicate`). `aims` (the synth's
+    active projects) are restated last: a small model heeds the end of its prompt, and
+    without them it chases whatever the menu shows first."""
     lines = [f"Time: {bundle.time}. Turn {bundle.cycle}.{bundle.microcycle}.", f"You are at: {bundle.location_name}."]
     lines += _observations(bundle.observations)
     if bundle.heard:
@@ -117,5 +121,8 @@ def user_message(bundle: SensoryBundle) -> str:
         hearers = bundle.surface.hearers
         heard_by = f"Who would hear you speak: {', '.join(hearers)}." if hearers else "No one would hear you speak now."
         lines.append(heard_by)
+    if aims:
+        lines += ["", "Your aim: " + " ".join(a.rstrip(".") + "." for a in aims),
+                  "Choose the action that brings you closer to it (go where what you need is)."]  # fmt: skip
     lines += ["", "Reply with the JSON object."]
     return "\n".join(lines)

@@ -78,7 +78,7 @@ def test_replay_fails_closed_when_a_recorded_prompt_no_longer_matches(client, mo
     from actors.simulation import cognition
 
     original = cognition.user_message
-    monkeypatch.setattr(cognition, "user_message", lambda bundle: original(bundle) + "\n(changed)")
+    monkeypatch.setattr(cognition, "user_message", lambda *args: original(*args) + "\n(changed)")
     report = replay_run(client.store, "s1")
     assert not report.ok
     assert "diverged" in report.divergence.describe() or report.divergence.reason
@@ -98,7 +98,7 @@ def test_lamp_is_repaired_after_the_chest_is_opened_and_the_wrench_taken(client)
     assert lit, view
     outcomes = [o for e in client.store.read_stream(director_stream("lamp")) for o in getattr(e, "outcomes", [])]
     repairs = [o for o in outcomes if o["action_id"].startswith("repair_")]
-    assert repairs and repairs[-1]["status"] == "ok"
+    assert any(o["status"] == "ok" for o in repairs)
     takes = [o for o in outcomes if o["action_id"].startswith("take_") and o["status"] == "ok"]
     assert takes, "the wrench was taken before the repair"
 

@@ -1,0 +1,103 @@
+"""Replaying a relay: every turn re-executed with zero live calls, every stream compared.
+
+The scheduler's stream is re-executed in a scratch in-memory store from its recorded plan
+(RoadmapPlanned and the workspace's starting files), its clock serving the recorded
+timestamps; the Builder's and the Verifier's effects are served from their recorded streams
+(`ReplayEffects`: a prompt that no longer hashes the same, or a check the log does not
+hold, fails closed) and appended to scratch copies of those streams. Then the builder's,
+verifier's and scheduler's streams are compared event by event with the log's (in that
+order, so the first difference reported is the cause, a changed prompt or check, not
+the scheduler's stream ending early).
+
+The Builder's and Verifier's configuration is read from the log too: the model and params
+of their first recorded calls, the probes from the recorded probe calls, whether memory
+was consulted from the builder's recorded memory calls.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+from actors.relay.builder import Builder
+from actors.relay.recording import RecordedEffects, builder_stream, scheduler_stream, verifier_stream
+from actors.relay.roadmap import RoadmapItem
+from actors.relay.run import drive_relay, plan_relay
+from actors.relay.scheduler import SchedulerBehaviour, start_turn_id
+from actors.relay.verifier import PROBE, Verifier
+from actors.relay.workspace import fold_workspace
+from actors.runtime.llm.types import ReplayDivergence
+from actors.runtime.perform import ReplayEffects, ToolDivergence
+from actors.runtime.replay.report import Divergence, ReplayReport, first_difference
+from actors.runtime.replay.rerun import recorded_clock
+from actors.runtime.shell import ActorShell
+from events.base import Event
+from events.effects import LlmRequested, ToolCalled
+from events.relay import RoadmapPlanned, WorkspaceChanged
+from events.store import EventStore, Recorded
+
+
+def replay_relay(records: Iterable[Recorded], run_id: str) -> ReplayReport:
+    streams: dict[str, list[Event]] = {}
+    for r in records:
+        streams.setdefault(r.event.stream_id, []).append(r.event)
+    for events in streams.values():
+        events.sort(key=lambda e: e.version)
+    ss, bs, vs = scheduler_stream(run_id), builder_stream(run_id), verifier_stream(run_id)
+    report = ReplayReport(run_id)
+    original = streams.get(ss, [])
+    planned = next((e for e in original if isinstance(e, RoadmapPlanned)), None)
+    if planned is None:
+        report.divergence = Divergence(ss, 1, None, None, "the relay has no roadmap in its log: nothing to replay")
+        return report
+    recorded_b, recorded_v = streams.get(bs, []), streams.get(vs, [])
+    scratch = EventStore("memory://")
+    shell = ActorShell(SchedulerBehaviour(), ss, scratch, run_id=run_id, snapshot_every=0, clock=recorded_clock(original))
+    shell.load()
+    reason = ""
+    try:
+        start = [e for e in original if isinstance(e, WorkspaceChanged) and e.turn_id == start_turn_id(planned.task_id)]
+        items = [RoadmapItem.model_validate(i) for i in planned.items] or [RoadmapItem(title=t) for t in planned.roadmap]
+        plan_relay(
+            shell, planned.task, items, max_retries=planned.max_retries, budget=planned.budget, files=fold_workspace(start)
+        )
+        drive_relay(
+            shell,
+            _builder(recorded_b),
+            _verifier(recorded_v),
+            RecordedEffects(scratch, bs, run_id, ReplayEffects(recorded_b)),
+            RecordedEffects(scratch, vs, run_id, ReplayEffects(recorded_v)),
+        )
+    except (ReplayDivergence, ToolDivergence, ValueError, KeyError, RuntimeError) as e:
+        reason = str(e).splitlines()[0] if str(e) else type(e).__name__
+    for stream_id in (bs, vs, ss):  # effects first: where a replay diverges names the cause
+        before, replayed = streams.get(stream_id, []), scratch.read_stream(stream_id)
+        report.add(stream_id, before, replayed)
+        if report.divergence is None:
+            report.divergence = first_difference(stream_id, before, replayed, reason)
+    if report.divergence is None and reason:
+        report.divergence = Divergence(ss, 0, None, None, reason)
+    return report
+
+
+def _first_call(events: list[Event]) -> tuple[str, dict[str, Any]]:
+    first = next((e for e in events if isinstance(e, LlmRequested)), None)
+    return (first.model, dict(first.params)) if first is not None else ("", {})
+
+
+def _builder(recorded: list[Event]) -> Builder:
+    model, params = _first_call(recorded)
+    remembered = any(isinstance(e, ToolCalled) and e.tool == "memory" for e in recorded)
+    return Builder(model, params, memory=_unavailable if remembered else None)
+
+
+def _verifier(recorded: list[Event]) -> Verifier:
+    model, params = _first_call(recorded)
+    calls = [e for e in recorded if isinstance(e, ToolCalled)]
+    probes = {c.tool[len(PROBE) :]: c.args.get("argv", []) for c in calls if c.tool.startswith(PROBE)}
+    lint = any(c.tool == "ruff" for c in calls) or not calls
+    return Verifier(model, params, probes=probes, lint=lint)
+
+
+def _unavailable(text: str) -> list[str]:  # a replay serves memory from the log, never asks it
+    raise RuntimeError("a replay has no live memory")

@@ -1,0 +1,99 @@
+"""Driving a relay: the Scheduler decides, the Builder and Verifier do the turns.
+
+`drive_relay` asks the scheduler what comes next (`next_action`), runs the Builder or the
+Verifier on the folded state, and hands their result back as a command keyed by the turn
+(`built:N`, `verified:N`), so a command retried after a crash appends nothing twice. It is
+resumable: a restarted driver loads the scheduler's stream and continues where the log
+ends, and the effects already recorded in the builder's and verifier's streams are served
+from there (actors.relay.recording).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from actors.relay.builder import Builder
+from actors.relay.roadmap import RoadmapItem
+from actors.relay.scheduler import PlanRoadmap, RelayState, next_action
+from actors.relay.verifier import Verifier
+from actors.relay.workspace import fold_workspace
+from actors.runtime.shell import ActorShell
+from events.base import Event
+from events.relay import RelayBudget, WorkspaceChanged
+
+PLAN_KEY = "plan"
+
+
+def plan_relay(
+    shell: ActorShell[RelayState],
+    task: str,
+    items: list[RoadmapItem],
+    *,
+    max_retries: int = 3,
+    budget: RelayBudget | None = None,
+    files: dict[str, str] | None = None,
+) -> list[Event]:
+    """Record the roadmap (and the files the workspace held already); idempotent."""
+    command = PlanRoadmap(
+        key=PLAN_KEY,
+        task_id=shell.run_id or shell.stream_id,
+        task=task,
+        items=items,
+        max_retries=max_retries,
+        budget=budget or RelayBudget(),
+        files=dict(files or {}),
+    )
+    return shell.handle(command)
+
+
+def files_before_turn(shell: ActorShell[RelayState]) -> dict[str, str]:
+    """The workspace before the current builder turn's changes: the diff the coherence
+    check reads is from this to `state.files`."""
+    turn = shell.state.last_turn_id
+    events = shell.store.read_stream(shell.stream_id)
+    return fold_workspace(e for e in events if not (isinstance(e, WorkspaceChanged) and e.turn_id == turn))
+
+
+def drive_relay(
+    scheduler_shell: ActorShell[RelayState],
+    builder: Builder,
+    verifier: Verifier,
+    builder_effects: Any,
+    verifier_effects: Any,
+    on_event: Callable[[Event], None] | None = None,
+) -> RelayState:
+    """Run turns until the relay is done or stopped; the final state."""
+    shell = scheduler_shell
+    while True:
+        state = shell.state
+        action = next_action(state)
+        if action is None:
+            return state
+        if action == "build":
+            command: Any = builder.build(state, builder_effects)
+        else:
+            command = verifier.verify(state, verifier_effects, before=files_before_turn(shell))
+        appended = shell.handle(command, causation_id=shell.last_event_id)
+        if not appended and next_action(shell.state) == action and shell.state == state:
+            raise RuntimeError(f"the scheduler took nothing from {command.key}: the relay cannot move on")
+        if on_event is not None:
+            for e in appended:
+                on_event(e)
+
+
+def git_mirror(workspace: Any, commits: dict[str, str] | None = None) -> Callable[[Event], None]:
+    """An `on_event` that keeps a GitWorkspace in step with the log: each WorkspaceChanged
+    applied to its working tree, each CheckpointStored committed (the sha kept in
+    `commits` by checkpoint id). The log stays the truth; the repository is its mirror."""
+    from events.relay import CheckpointStored  # noqa: PLC0415 - kept beside its one use
+
+    def on_event(e: Event) -> None:
+        if isinstance(e, WorkspaceChanged):
+            workspace.apply(e.changes)
+        elif isinstance(e, CheckpointStored):
+            sha = workspace.commit(f"checkpoint {e.checkpoint_id}: {e.metadata.get('builder_summary', '')[:200]}")
+            if commits is not None:
+                commits[e.checkpoint_id] = sha
+
+    return on_event

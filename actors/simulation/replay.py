@@ -78,6 +78,8 @@ def replay_session(records: list[Recorded], run_id: str, config: dict[str, Any] 
             elif isinstance(e, CycleCommitted | CycleRolledBack):
                 _copy_uncommitted_calls(scratch, shell, run_id, synths, e.llm_calls)
                 shell.step(1)
+        # Calls a last cycle recorded but never committed (its director died): facts too.
+        _copy_uncommitted_calls(scratch, shell, run_id, synths, {sid: [10**9] for sid in synths})
     except (ReplayDivergence, ValueError, KeyError) as e:
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
     for stream_id in [ws, ds, *(_synth_stream(run_id, sid) for sid in sorted(synths))]:

@@ -62,6 +62,9 @@ def test_killing_the_director_mid_cycle_leaves_the_world_as_it_was(client, ray_l
     assert client.store.stream_version(director_stream("kill")) == director_version
     assert after.world.model_dump() == before.world.model_dump()
     assert after.director == before.director
+    # The dead cycle's calls are in the synths' streams, uncommitted: the log still replays.
+    dead = replay_run(client.store, "kill")
+    assert dead.ok, dead.divergence and dead.divergence.describe()
     # A new director carries on from the log; the dead cycle's recorded calls stay facts,
     # and the session still replays.
     again = Simulation(client, "kill", llm=scripted_synths(slow_mind))

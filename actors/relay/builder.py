@@ -36,7 +36,12 @@ Memory = Callable[[str], list[str]]
 
 
 class Builder:
-    def __init__(self, model: str = "", params: dict[str, Any] | None = None, memory: Memory | None = None) -> None:
+    def __init__(
+        self,
+        model: str = "",
+        params: dict[str, Any] | None = None,
+        memory: Memory | None = None,
+    ) -> None:
         self.model = model
         self.params = dict(params or {})
         self.memory = memory
@@ -71,7 +76,10 @@ class Builder:
         outcome = recorded[-1]
         reply, tokens = "", 0
         if isinstance(outcome, LlmCompleted):
-            reply, tokens = outcome.content, outcome.prompt_tokens + outcome.completion_tokens
+            reply, tokens = (
+                outcome.content,
+                outcome.prompt_tokens + outcome.completion_tokens,
+            )
         elif isinstance(outcome, LlmFailed):
             hints.append(f"the builder's model call failed ({outcome.error.message}): no files changed")
         edits, after = _apply(reply, state.files, hints)
@@ -84,7 +92,11 @@ class Builder:
             metadata={"turn_number": state.turn_number, "roadmap_index": state.index},
         )
         return BuilderFinished(
-            key=f"built:{state.turn_number}", turn_id=state.last_turn_id, baton=baton, changes=changes, tokens=tokens
+            key=f"built:{state.turn_number}",
+            turn_id=state.last_turn_id,
+            baton=baton,
+            changes=changes,
+            tokens=tokens,
         )
 
     def _recall(self, state: RelayState, effects: Any, hints: list[str]) -> list[str]:

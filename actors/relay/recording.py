@@ -16,7 +16,13 @@ from typing import Any
 from actors.runtime.llm.types import LlmRequest, ReplayDivergence
 from actors.runtime.perform import Effects
 from events.base import Event
-from events.effects import LlmCompleted, LlmFailed, LlmRequested, ToolCalled, ToolReturned
+from events.effects import (
+    LlmCompleted,
+    LlmFailed,
+    LlmRequested,
+    ToolCalled,
+    ToolReturned,
+)
 from events.store import EventStore
 
 
@@ -47,11 +53,16 @@ class RecordedEffects:
 
     def llm(self, request: LlmRequest, call_index: int) -> list[Event]:
         recorded = self.store.read_stream(self.stream_id)
-        pair = [e for e in recorded if isinstance(e, (LlmRequested, LlmCompleted, LlmFailed)) and e.call_index == call_index]
+        pair = [
+            e for e in recorded if isinstance(e, (LlmRequested, LlmCompleted, LlmFailed)) and e.call_index == call_index
+        ]
         if any(isinstance(e, (LlmCompleted, LlmFailed)) for e in pair):
             if pair[0].request_hash != request.hash():  # type: ignore[attr-defined]
                 raise ReplayDivergence.between(
-                    call_index, LlmRequest.from_recorded(pair[0]), pair[0].request_hash, request  # type: ignore[arg-type, attr-defined]
+                    call_index,
+                    LlmRequest.from_recorded(pair[0]),
+                    pair[0].request_hash,
+                    request,  # type: ignore[arg-type, attr-defined]
                 )
             return pair
         return self._append(self.inner.llm(request, call_index))

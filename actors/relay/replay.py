@@ -20,8 +20,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from actors.relay.builder import Builder
-from actors.relay.recording import RecordedEffects, builder_stream, scheduler_stream, verifier_stream
-from actors.relay.roadmap import RoadmapItem
+from actors.relay.recording import (
+    RecordedEffects,
+    builder_stream,
+    orchestrator_stream,
+    scheduler_stream,
+    verifier_stream,
+)
+from actors.relay.roadmap import RoadmapItem, roadmap_from_reply, roadmap_request
 from actors.relay.run import drive_relay, plan_relay
 from actors.relay.scheduler import SchedulerBehaviour, start_turn_id
 from actors.relay.verifier import PROBE, Verifier
@@ -32,7 +38,7 @@ from actors.runtime.replay.report import Divergence, ReplayReport, first_differe
 from actors.runtime.replay.rerun import recorded_clock
 from actors.runtime.shell import ActorShell
 from events.base import Event
-from events.effects import LlmRequested, ToolCalled
+from events.effects import LlmCompleted, LlmRequested, ToolCalled
 from events.relay import RoadmapPlanned, WorkspaceChanged
 from events.store import EventStore, Recorded
 
@@ -43,7 +49,12 @@ def replay_relay(records: Iterable[Recorded], run_id: str) -> ReplayReport:
         streams.setdefault(r.event.stream_id, []).append(r.event)
     for events in streams.values():
         events.sort(key=lambda e: e.version)
-    ss, bs, vs = scheduler_stream(run_id), builder_stream(run_id), verifier_stream(run_id)
+    ss, bs, vs = (
+        scheduler_stream(run_id),
+        builder_stream(run_id),
+        verifier_stream(run_id),
+    )
+    os_ = orchestrator_stream(run_id)
     report = ReplayReport(run_id)
     original = streams.get(ss, [])
     planned = next((e for e in original if isinstance(e, RoadmapPlanned)), None)
@@ -52,14 +63,29 @@ def replay_relay(records: Iterable[Recorded], run_id: str) -> ReplayReport:
         return report
     recorded_b, recorded_v = streams.get(bs, []), streams.get(vs, [])
     scratch = EventStore("memory://")
-    shell = ActorShell(SchedulerBehaviour(), ss, scratch, run_id=run_id, snapshot_every=0, clock=recorded_clock(original))
+    shell = ActorShell(
+        SchedulerBehaviour(),
+        ss,
+        scratch,
+        run_id=run_id,
+        snapshot_every=0,
+        clock=recorded_clock(original),
+    )
     shell.load()
     reason = ""
     try:
+        _replay_orchestrator(scratch, run_id, planned, streams.get(os_, []))
         start = [e for e in original if isinstance(e, WorkspaceChanged) and e.turn_id == start_turn_id(planned.task_id)]
-        items = [RoadmapItem.model_validate(i) for i in planned.items] or [RoadmapItem(title=t) for t in planned.roadmap]
+        items = [RoadmapItem.model_validate(i) for i in planned.items] or [
+            RoadmapItem(title=t) for t in planned.roadmap
+        ]
         plan_relay(
-            shell, planned.task, items, max_retries=planned.max_retries, budget=planned.budget, files=fold_workspace(start)
+            shell,
+            planned.task,
+            items,
+            max_retries=planned.max_retries,
+            budget=planned.budget,
+            files=fold_workspace(start),
         )
         drive_relay(
             shell,
@@ -70,7 +96,11 @@ def replay_relay(records: Iterable[Recorded], run_id: str) -> ReplayReport:
         )
     except (ReplayDivergence, ToolDivergence, ValueError, KeyError, RuntimeError) as e:
         reason = str(e).splitlines()[0] if str(e) else type(e).__name__
-    for stream_id in (bs, vs, ss):  # effects first: where a replay diverges names the cause
+    for stream_id in ([os_] if os_ in streams else []) + [
+        bs,
+        vs,
+        ss,
+    ]:  # effects first: where a replay diverges names the cause
         before, replayed = streams.get(stream_id, []), scratch.read_stream(stream_id)
         report.add(stream_id, before, replayed)
         if report.divergence is None:
@@ -99,5 +129,24 @@ def _verifier(recorded: list[Event]) -> Verifier:
     return Verifier(model, params, probes=probes, lint=lint)
 
 
-def _unavailable(text: str) -> list[str]:  # a replay serves memory from the log, never asks it
+def _unavailable(
+    text: str,
+) -> list[str]:  # a replay serves memory from the log, never asks it
     raise RuntimeError("a replay has no live memory")
+
+
+def _replay_orchestrator(scratch: EventStore, run_id: str, planned: RoadmapPlanned, recorded: list[Event]) -> None:
+    """The Orchestrator's call again, served from its stream; the roadmap it yields must be
+    the one the scheduler recorded."""
+    if not recorded:
+        return
+    model, params = _first_call(recorded)
+    effects = RecordedEffects(scratch, orchestrator_stream(run_id), run_id, ReplayEffects(recorded))
+    outcome = effects.llm(roadmap_request(planned.task, model, params), 1)[-1]
+    if isinstance(outcome, LlmCompleted):
+        roadmap = roadmap_from_reply(
+            planned.task,
+            outcome.parsed if outcome.parsed is not None else outcome.content,
+        )
+        if [i.model_dump(mode="json") for i in roadmap.items] != planned.items:
+            raise ValueError("the orchestrator's recorded reply no longer yields the recorded roadmap")

@@ -86,7 +86,7 @@ def git_mirror(workspace: Any, commits: dict[str, str] | None = None) -> Callabl
     """An `on_event` that keeps a GitWorkspace in step with the log: each WorkspaceChanged
     applied to its working tree, each CheckpointStored committed (the sha kept in
     `commits` by checkpoint id). The log stays the truth; the repository is its mirror."""
-    from events.relay import CheckpointStored  # noqa: PLC0415 - kept beside its one use
+    from events.relay import CheckpointStored
 
     def on_event(e: Event) -> None:
         if isinstance(e, WorkspaceChanged):

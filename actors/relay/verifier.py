@@ -119,7 +119,12 @@ class Verifier:
         kind = "probe" if name.startswith(PROBE) else "test" if name == "pytest" else "lint"
         if not isinstance(returned, ToolReturned) or not returned.ok:
             output = returned.output if isinstance(returned, ToolReturned) else "no result"
-            return VerifierCheck(name=name, kind=kind, passed=False, details=f"the check did not run: {output}"), []
+            return VerifierCheck(
+                name=name,
+                kind=kind,
+                passed=False,
+                details=f"the check did not run: {output}",
+            ), []
         data = json.loads(returned.output)
         return VerifierCheck.model_validate(data["check"]), list(data.get("failing_tests", []))
 
@@ -139,4 +144,8 @@ class Verifier:
             check = checks.run_probe(name[len(PROBE) :], args["argv"], root, self.policy)
         else:
             raise ValueError(f"the verifier has no check {name!r}")
-        return {"check": check.model_dump(mode="json"), "failing_tests": failing, "issues": issues[:20]}
+        return {
+            "check": check.model_dump(mode="json"),
+            "failing_tests": failing,
+            "issues": issues[:20],
+        }

@@ -12,7 +12,12 @@ import pytest
 from actors.relay import prompts
 from actors.relay.builder import Builder
 from actors.relay.git_workspace import GitWorkspace
-from actors.relay.recording import RecordedEffects, builder_stream, scheduler_stream, verifier_stream
+from actors.relay.recording import (
+    RecordedEffects,
+    builder_stream,
+    scheduler_stream,
+    verifier_stream,
+)
 from actors.relay.replay import replay_relay
 from actors.relay.roadmap import RoadmapItem
 from actors.relay.run import drive_relay, git_mirror, plan_relay
@@ -24,7 +29,12 @@ from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.perform import LiveEffects
 from actors.runtime.shell import ActorShell
 from events.effects import LlmRequested
-from events.relay import CheckpointStored, EscalationRaised, RoadmapCompleted, TurnVerified
+from events.relay import (
+    CheckpointStored,
+    EscalationRaised,
+    RoadmapCompleted,
+    TurnVerified,
+)
 from events.store import EventStore
 
 TEST = "from calc import {fn}\n\n\ndef test_{fn}():\n    assert {fn}(2, 3) == {want}\n"
@@ -39,11 +49,21 @@ def reply(fn: str, body: str, want: int) -> str:
     )
 
 
-WRONG_1, WRONG_2, RIGHT = reply("add", "a - b", 5), reply("add", "a * b", 5), reply("add", "a + b", 5)
+WRONG_1, WRONG_2, RIGHT = (
+    reply("add", "a - b", 5),
+    reply("add", "a * b", 5),
+    reply("add", "a + b", 5),
+)
 MUL = reply("mul", "a * b", 6)
 COHERENT = json.dumps({"meets_criteria": True, "reason": "the function and its test exist", "unmet": []})
-ADD = RoadmapItem(title="Write add(a, b) in calc_add.py", acceptance_criteria=["add(2, 3) == 5, with a test"])
-MULT = RoadmapItem(title="Write mul(a, b) in calc_mul.py", acceptance_criteria=["mul(2, 3) == 6, with a test"])
+ADD = RoadmapItem(
+    title="Write add(a, b) in calc_add.py",
+    acceptance_criteria=["add(2, 3) == 5, with a test"],
+)
+MULT = RoadmapItem(
+    title="Write mul(a, b) in calc_mul.py",
+    acceptance_criteria=["mul(2, 3) == 6, with a test"],
+)
 
 
 @pytest.fixture
@@ -63,8 +83,18 @@ def run_relay(store, run_id, builder_replies, items, *, max_retries=3, files=Non
         shell,
         builder,
         verifier,
-        RecordedEffects(store, builder_stream(run_id), run_id, LiveEffects(LlmGateway(bp), builder.invoker())),
-        RecordedEffects(store, verifier_stream(run_id), run_id, LiveEffects(LlmGateway(vp), verifier.invoker())),
+        RecordedEffects(
+            store,
+            builder_stream(run_id),
+            run_id,
+            LiveEffects(LlmGateway(bp), builder.invoker()),
+        ),
+        RecordedEffects(
+            store,
+            verifier_stream(run_id),
+            run_id,
+            LiveEffects(LlmGateway(vp), verifier.invoker()),
+        ),
         on_event=on_event,
     )
     return state, bp, vp
@@ -92,7 +122,10 @@ def test_a_builder_that_fails_twice_passes_on_the_third_turn(store):
 def test_the_defect_capsule_reaches_the_next_builder_prompt(store):
     run_relay(store, "r2", [WRONG_1, RIGHT], [ADD])
     requests = of_type(store, builder_stream("r2"), LlmRequested)
-    first, retry = requests[0].messages[-1]["content"], requests[1].messages[-1]["content"]
+    first, retry = (
+        requests[0].messages[-1]["content"],
+        requests[1].messages[-1]["content"],
+    )
     assert "FAILED verification" not in first
     assert "Your last attempt FAILED verification" in retry
     assert "test_add.py::test_add" in retry
@@ -152,7 +185,14 @@ def test_the_workspace_rebuilt_from_the_log_equals_the_git_tree_at_every_checkpo
     def builder(request):
         return MUL if "mul(a, b)" in request.messages[-1]["content"].split("\n")[0] else RIGHT
 
-    run_relay(store, "r6", builder, [ADD, MULT], files=start, on_event=git_mirror(git, commits))
+    run_relay(
+        store,
+        "r6",
+        builder,
+        [ADD, MULT],
+        files=start,
+        on_event=git_mirror(git, commits),
+    )
     log = store.read_stream(scheduler_stream("r6"))
     checkpoints = [e for e in log if isinstance(e, CheckpointStored)]
     assert len(checkpoints) == 2 and set(commits) == {c.checkpoint_id for c in checkpoints}
@@ -161,3 +201,53 @@ def test_the_workspace_rebuilt_from_the_log_equals_the_git_tree_at_every_checkpo
         assert git.tree_files(commits[c.checkpoint_id]) == rebuilt
         assert sorted(rebuilt) == c.files
     assert "calc_mul.py" in git.tree_files(commits[checkpoints[-1].checkpoint_id])
+
+
+def test_an_edit_that_does_not_apply_is_an_empty_change_and_a_hint(store):
+    bad = "Patched it.\n\n```diff\n--- a/missing.py\n+++ b/missing.py\n@@ -1 +1 @@\n-x = 1\n+x = 2\n```\n"
+    state, _, _ = run_relay(store, "r7", [bad, RIGHT], [ADD], max_retries=1)
+    batons = [e.baton for e in store.read_stream(scheduler_stream("r7")) if e.type_name == "BatonPassed"]
+    assert batons[0].files_changed == []
+    assert any("did not apply" in h and "missing.py" in h for h in batons[0].verification_hints)
+    assert state.status == "done" and state.passed == 1  # the retry passed
+
+
+def test_memory_of_past_turns_reaches_the_prompt_and_is_recorded(store):
+    builder = Builder("scripted", memory=lambda text: ["turn 9: wrote sub(a, b) with a test"])
+    bp, vp = ScriptedProvider([RIGHT]), ScriptedProvider([COHERENT])
+    shell = ActorShell(SchedulerBehaviour(), scheduler_stream("r8"), store, run_id="r8").load()
+    plan_relay(shell, "arithmetic", [ADD])
+    verifier = Verifier("scripted")
+    drive_relay(
+        shell, builder, verifier,
+        RecordedEffects(store, builder_stream("r8"), "r8", LiveEffects(LlmGateway(bp), builder.invoker())),
+        RecordedEffects(store, verifier_stream("r8"), "r8", LiveEffects(LlmGateway(vp), verifier.invoker())),
+    )  # fmt: skip
+    assert "turn 9: wrote sub(a, b)" in bp.requests[0].messages[-1]["content"]
+    assert [e.type_name for e in store.read_stream(builder_stream("r8"))][:2] == [
+        "ToolCalled",
+        "ToolReturned",
+    ]
+    report = replay_relay(list(store.read_all(run_id="r8")), "r8")
+    assert report.ok, report.divergence and report.divergence.describe()
+
+
+def test_a_driver_that_died_after_the_builders_call_uses_the_recorded_reply(store):
+    """The builder's call was recorded but the driver died before the scheduler heard of it:
+    the restarted driver reads the reply from the builder's stream and calls nothing again."""
+    shell = ActorShell(SchedulerBehaviour(), scheduler_stream("r9"), store, run_id="r9").load()
+    plan_relay(shell, "arithmetic", [ADD])
+    first = ScriptedProvider([RIGHT])
+    Builder("scripted").build(
+        shell.state, RecordedEffects(store, builder_stream("r9"), "r9", LiveEffects(LlmGateway(first), None))
+    )  # ... and the process dies here, before shell.handle
+    bp, vp = ScriptedProvider([WRONG_1]), ScriptedProvider([COHERENT])
+    shell = ActorShell(SchedulerBehaviour(), scheduler_stream("r9"), store, run_id="r9").load()
+    builder, verifier = Builder("scripted"), Verifier("scripted")
+    state = drive_relay(
+        shell, builder, verifier,
+        RecordedEffects(store, builder_stream("r9"), "r9", LiveEffects(LlmGateway(bp), builder.invoker())),
+        RecordedEffects(store, verifier_stream("r9"), "r9", LiveEffects(LlmGateway(vp), verifier.invoker())),
+    )  # fmt: skip
+    assert (first.calls, bp.calls) == (1, 0) and state.status == "done" and state.passed == 1
+    assert len(of_type(store, builder_stream("r9"), LlmRequested)) == 1

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import socket
+import time
 import sys
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -73,12 +74,49 @@ def test_a_server_that_never_answers_is_stopped(tmp_path: Path, monkeypatch: pyt
     assert not server.running
 
 
-def test_port_taken_by_something_else(tmp_path: Path) -> None:
+def test_port_taken_by_something_else(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(local_server, "BUSY_WAIT_S", 1.0)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         s.listen()
-        with pytest.raises(LocalServerError, match="CHORUS_LLM_PORT"):
+        with pytest.raises(LocalServerError, match="CHORUS_LLM_PORT") as info:
             LocalLlamaServer(settings_for(tmp_path, s.getsockname()[1])).start()
+    assert "did not answer" in str(info.value) and "\n" not in str(info.value)
+
+
+def test_a_busy_server_on_the_port_is_waited_for_and_reused(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another process's llama.cpp server, busy with a long completion, answers late: it is
+    reused, not mistaken for something else."""
+    import threading
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    monkeypatch.setattr(local_server, "BUSY_WAIT_S", 30.0)
+    calls = []
+
+    class Slow(BaseHTTPRequestHandler):
+        def log_message(self, *args: object) -> None:
+            pass
+
+        def do_GET(self) -> None:
+            calls.append(self.path)
+            if len(calls) == 1:
+                time.sleep(3)  # busy: the first probe (2 s) gives up
+            body = b'{"object": "list", "data": []}'
+            self.send_response(200)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            self.wfile.write(body)
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Slow)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, args=(0.02,), daemon=True).start()
+    try:
+        local = LocalLlamaServer(settings_for(tmp_path, server.server_address[1])).start()
+        assert local.reused and local.running and len(calls) >= 2
+    finally:
+        server.shutdown()
+        server.server_close()
 
 
 def test_missing_llama_cpp_says_how_to_install(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -35,6 +35,9 @@ class LocalServerError(Exception):
     """The embedded server cannot be installed, started or reached; the message says why."""
 
 
+BUSY_WAIT_S = 180.0  # how long a taken port may stay silent before it is not a server
+
+
 def answers(port: int, timeout: float = 2.0) -> bool:
     """True if an OpenAI-compatible server answers GET /v1/models on loopback:`port`."""
     try:
@@ -112,9 +115,18 @@ class LocalLlamaServer:
             return self
         check_installed()
         if not _port_free(self.port):
+            # Taken: perhaps by another Chorus process's server, busy with a long completion
+            # (llama.cpp answers nothing while it computes). Give it time before giving up.
+            deadline = time.monotonic() + BUSY_WAIT_S
+            while time.monotonic() < deadline:
+                if answers(self.port, timeout=5.0):
+                    self.reused = True
+                    self.started_in_s = time.monotonic() - started
+                    return self
+                time.sleep(1.0)
             raise LocalServerError(
-                f"port {self.port} on {HOST} is taken by something that is not an OpenAI-compatible "
-                "server; set CHORUS_LLM_PORT to a free port"
+                f"port {self.port} on {HOST} is taken by something that did not answer as an "
+                f"OpenAI-compatible server within {BUSY_WAIT_S:.0f}s; set CHORUS_LLM_PORT to a free port"
             )
         model = ensure_model(self.settings)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)

@@ -101,3 +101,13 @@ def slow_mind(request: LlmRequest) -> str:
 
     time.sleep(1.5)
     return scripted_mind(request)
+
+
+def straggler_mind(request: LlmRequest) -> str:
+    """`scripted_mind`, with James thinking for 15 s and the others for 0.5 s: a window in
+    which a cycle has recorded calls and is surely not committed (to kill its director)."""
+    import time
+
+    system = str(request.messages[0].get("content", ""))
+    time.sleep(15.0 if system.startswith("You are James") else 0.5)
+    return scripted_mind(request)

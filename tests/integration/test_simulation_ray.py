@@ -13,7 +13,7 @@ from actors.runtime.settings import Settings
 from actors.simulation.client import Simulation, simulate
 from actors.simulation.session import Canonical
 from actors.simulation.streams import director_stream, synth_stream, world_stream
-from actors.simulation.testing import scripted_synths, slow_mind
+from actors.simulation.testing import scripted_synths, slow_mind, straggler_mind
 from tests.integration.test_simulation import LIGHTHOUSE
 
 pytestmark = pytest.mark.ray
@@ -40,13 +40,15 @@ def test_synths_think_on_ray_actors_and_the_cycle_commits(client):
 
 
 def test_killing_the_director_mid_cycle_leaves_the_world_as_it_was(client, ray_local):
-    s = simulate(client, LIGHTHOUSE, run_id="kill", llm=scripted_synths(slow_mind), max_microcycles=1)
+    s = simulate(client, LIGHTHOUSE, run_id="kill", llm=scripted_synths(straggler_mind), max_microcycles=1)
     s.step(1)
     before = Canonical.load(client.store, "kill")
     world_version = client.store.stream_version(world_stream("kill"))
     director_version = client.store.stream_version(director_stream("kill"))
     ref = s._director_actor().step.remote(1)
-    some_synth = sorted(before.synths)[0]
+    # Thomas answers in 0.5 s, James in 15: once Thomas's call is recorded, the cycle is
+    # waiting on James and cannot have committed.
+    some_synth = next(sid for sid, st in before.synths.items() if st.identity.name == "Thomas")
     calls = client.store.stream_version(synth_stream("kill", some_synth))
     deadline = time.monotonic() + 60  # a safety net for a hung test, not a measurement
     while client.store.stream_version(synth_stream("kill", some_synth)) == calls:

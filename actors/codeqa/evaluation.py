@@ -2,8 +2,9 @@
 files (`chorus eval retrieval`).
 
 A ranker is any `question -> ranked relative file paths`. The metrics are pure; the
-rankers (keyword counting, plain embedding search over the Qdrant index, seed 003's HyDE
-search) are built by `rankers()` for one repository and measured side by side in one run.
+rankers (keyword counting; the repository index searched dense, lexical (BM25) or hybrid,
+over chunks embedded with or without their headers; seed 003's HyDE search) are built by
+`rankers()` for one repository and measured side by side in one run.
 The question file is `{"questions": [{"q": ..., "gold": [path, ...]}, ...]}`.
 """
 
@@ -17,11 +18,21 @@ from pathlib import Path
 from typing import Any
 
 from actors.codeqa.retrieval import hyde_ranker, keyword_ranker
+from actors.index.hybrid import HybridConfig, complete_manifest, lexical_view, search_index
 from actors.index.indexer import index_repository
-from actors.index.vectors import collection_name, open_index
+from actors.index.vectors import collection_for, open_index
 
 Ranker = Callable[[str], list[str]]
 KS = (1, 5, 10)
+# method -> (ranking of the index, chunks embedded with headers)
+INDEX_METHODS: dict[str, tuple[str, bool]] = {
+    "embedding": ("dense", False),
+    "lexical": ("lexical", False),
+    "hybrid": ("hybrid", False),
+    "embedding-headers": ("dense", True),
+    "hybrid-headers": ("hybrid", True),
+}
+METHODS = ("keyword", *INDEX_METHODS, "hyde")
 
 
 class EvalError(ValueError):
@@ -116,29 +127,62 @@ def table(scores: Sequence[MethodScore], n: int) -> str:
 # -- the rankers ---------------------------------------------------------------------------
 
 
-def embedding_ranker(root: Path, settings: Any, embedder: Any, k: int = 50) -> Ranker:
-    """Plain vector search over the repository's Qdrant index (built or refreshed first)."""
+def index_ranker(
+    root: Path,
+    settings: Any,
+    embedder: Any,
+    *,
+    ranking: str = "dense",
+    headers: bool = False,
+    k: int = 50,
+    config: HybridConfig | None = None,
+    log: Callable[[str], None] | None = None,
+) -> Ranker:
+    """Search of the repository's Qdrant index (built or refreshed first; its lexical view
+    built before the first question, so neither counts in the time per query)."""
+    collection = collection_for(str(root), headers=headers)
     with open_index(settings) as index:
-        index_repository(str(root), index=index, embed=embedder.embed, dim=embedder.dim, data_dir=settings.data_dir)
+        report = index_repository(
+            str(root), index=index, embed=embedder.embed, dim=embedder.dim, data_dir=settings.data_dir, headers=headers
+        )
+        if log:
+            log(f"index (headers={headers}): {report.summary()}")
+        if ranking != "dense":
+            view = lexical_view(index, collection, complete_manifest(index, collection))
+            if log:
+                log(f"lexical view (headers={headers}): {len(view.chunks)} chunks in {view.seconds:.2f}s")
 
     def rank(question: str) -> list[str]:
-        vector = embedder.embed([question])[0]
         with open_index(settings) as index:
-            hits = index.search(collection_name(str(root)), vector, limit=k)
+            hits = search_index(index, collection, question, embed=embedder.embed, ranking=ranking, limit=k, config=config)
         return [h.path for h in hits]
 
     return rank
 
 
-def rankers(methods: Sequence[str], root: Path, settings: Any, embedder: Any, context: Any = None) -> dict[str, Ranker]:
+def embedding_ranker(root: Path, settings: Any, embedder: Any, k: int = 50) -> Ranker:
+    """Plain vector search over the repository's Qdrant index (built or refreshed first)."""
+    return index_ranker(root, settings, embedder, ranking="dense", k=k)
+
+
+def rankers(
+    methods: Sequence[str],
+    root: Path,
+    settings: Any,
+    embedder: Any,
+    context: Any = None,
+    log: Callable[[str], None] | None = None,
+) -> dict[str, Ranker]:
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise EvalError(f"unknown retrieval method {unknown[0]!r} (known: {', '.join(METHODS)})")
     out: dict[str, Ranker] = {}
     for m in methods:
         if m == "keyword":
             out[m] = keyword_ranker(root)
-        elif m == "embedding":
-            out[m] = embedding_ranker(root, settings, embedder)
+        elif m in INDEX_METHODS:
+            ranking, headers = INDEX_METHODS[m]
+            out[m] = index_ranker(root, settings, embedder, ranking=ranking, headers=headers, log=log)
         elif m == "hyde":
             out[m] = hyde_ranker(root, context)
-        else:
-            raise EvalError(f"unknown retrieval method {m!r} (known: keyword, embedding, hyde)")
     return out

@@ -5,6 +5,8 @@
     search_keyword(keyword, repo="")               files by occurrences, case-insensitive, top 50
     read_code(path, start_line=1, end_line=0)      numbered lines, at most 200 per call
     semantic_file_search(query, repo="")           HyDE + embeddings: top 10 files with line ranges
+                                                   (or, made with ranking="hybrid", the repository
+                                                   index's hybrid search: BM25 + vectors, no LLM)
 
 Paths are relative to the repositories folder and start with the repository's name
 (`shop/src/billing.py`). A call the model got wrong (a path outside the folder, an unknown
@@ -24,6 +26,9 @@ from actors.codeqa.config import CodeQaConfig
 from actors.codeqa.hyde import Corpus, SemanticResult, semantic_search
 from actors.codeqa.occurrences import FileCount, keyword_terms, load_texts, rank_texts, relative_files
 from actors.codeqa.repos import directory_tree, find_documentation, list_repositories, repository, resolve_file
+from actors.index.hybrid import RANKINGS, search_index
+from actors.index.indexer import INDEX_HEADERS, index_repository
+from actors.index.vectors import Hit, collection_for, open_index
 from actors.runtime.registry import Registry, Tool
 from actors.tools.arguments import alias_arg, whole_number
 from actors.tools.paths import (
@@ -163,9 +168,12 @@ class SemanticFileSearch(_ReposTool):
     )
     uses_context = True
 
-    def __init__(self, root: str, context: Any = None, **config: Any) -> None:
+    def __init__(self, root: str, context: Any = None, ranking: str = "hyde", **config: Any) -> None:
         super().__init__(root=root, **config)
+        if ranking != "hyde" and ranking not in RANKINGS:
+            raise ValueError(f"semantic_file_search ranking must be hyde or one of {', '.join(RANKINGS)}, not {ranking!r}")
         self.context = context
+        self.ranking = ranking  # "hyde" (seed 003) or a ranking of the repository index
         self._vectors: dict[str, list[float]] = {}  # chunk text -> vector, for this tool's life
 
     @classmethod
@@ -182,9 +190,32 @@ class SemanticFileSearch(_ReposTool):
         prefix = ""
         if alias_arg(repo, extra, _REPO):
             prefix, _ = repository(base, str(alias_arg(repo, extra, _REPO)))
+        if self.ranking != "hyde":
+            return format_index_hits(self.ranking, index_search(base, prefix, question, self.context, self.ranking,
+                                                                self.settings.semantic_search.max_results_with_lines))
         corpus = Corpus(load_texts(base, base / prefix if prefix else None), _vectors=self._vectors)
         result = semantic_search(question, corpus, self.context, self.settings.semantic_search, under=prefix)
         return format_semantic(result)
+
+
+def index_search(base: Path, prefix: str, question: str, context: Any, ranking: str, top: int) -> list[Hit]:
+    """The best chunk of each of the `top` best files for `question`, from the repository
+    index of `base/prefix` (refreshed first: only changed files are embedded again); paths
+    relative to `base`."""
+    folder = base / prefix if prefix else base
+    embedder = context.embedder
+    settings = context.settings
+    data_dir = Path(getattr(settings, "data_dir", None) or Path.home() / ".chorus")
+    with open_index(settings) as index:
+        index_repository(str(folder), index=index, embed=context.embed, dim=embedder.dim, data_dir=data_dir,
+                         headers=INDEX_HEADERS)
+        hits = search_index(index, collection_for(str(folder.resolve()), headers=INDEX_HEADERS), question,
+                            embed=context.embed, ranking=ranking, limit=max(50, top * 5))
+    best: dict[str, Hit] = {}
+    for h in hits:
+        best.setdefault(h.path, h)
+    lead = f"{prefix}/" if prefix else ""
+    return [Hit(lead + h.path, h.start_line, h.end_line, h.text, h.language, h.score) for h in list(best.values())[:top]]
 
 
 # -- what the tools print (pure) ----------------------------------------------------------------
@@ -306,6 +337,17 @@ def format_semantic(result: SemanticResult) -> str:
         )
         for i, r in enumerate(result.ranked, 1):
             out.append(f"{i}. {r.path} lines {r.start_line}-{r.end_line} (similarity {r.score:.2f})")
+    out.append("Next: read_code(path, start_line, end_line) on one of these.")
+    return "\n".join(out)
+
+
+def format_index_hits(ranking: str, hits: Sequence[Hit]) -> str:
+    how = {"hybrid": "keyword (BM25) and embedding search, fused", "dense": "embedding search",
+           "lexical": "keyword (BM25) search"}[ranking]
+    if not hits:
+        return "No indexed file matches the question. Try search_keyword with a word from the question."
+    out = [f"The files most related to the question, by {how} (best chunk of each):"]
+    out += [f"{i}. {h.path} lines {h.start_line}-{h.end_line} (score {h.score:.3f})" for i, h in enumerate(hits, 1)]
     out.append("Next: read_code(path, start_line, end_line) on one of these.")
     return "\n".join(out)
 

@@ -8,14 +8,21 @@ exact 1-based line range, found from the chunk's offset in the file.
 
 `length` decides what "size" means: characters by default (the repository index), tokens
 for seed 003's 500-token chunks (`actors.index.tokens.count_tokens`). Overlap is bounded by
-`overlap` in the same unit. Pure: no I/O, no model.
+`overlap` in the same unit.
+
+`with_headers` gives each chunk its `header`: the classes and functions that enclose its
+first line (`class Ledger > def record`), found with Python's `ast` for Python files; other
+languages (and Python that does not parse) get none. The index puts the header next to the
+path in the text it embeds, so a chunk from the middle of a class is "about" that class even
+when its body never names it. Pure: no I/O, no model.
 """
 
 from __future__ import annotations
 
+import ast
 import bisect
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
 from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
@@ -46,6 +53,7 @@ class Chunk:
     text: str
     language: str  # "python", "markdown", ... or "text"
     offset: int = 0  # of the first character in the file
+    header: str = ""  # enclosing classes/functions ("class A > def f"), from `with_headers`
 
     @property
     def lines(self) -> str:
@@ -114,3 +122,31 @@ def _line_starts(text: str) -> list[int]:
 def _line_of(starts: list[int], offset: int) -> int:
     """1-based line number of character `offset`."""
     return bisect.bisect_right(starts, offset)
+
+
+def with_headers(chunks: Sequence[Chunk], text: str) -> list[Chunk]:
+    """`chunks` (all cut from `text`, one file) each with the header of its enclosing
+    definitions; unchanged (no header) where the language is not Python or it does not parse."""
+    scopes = _python_scopes(text) if chunks and chunks[0].language == "python" else []
+    if not scopes:
+        return list(chunks)
+    out = []
+    for c in chunks:
+        names = [name for first, last, name in scopes if first <= c.start_line <= last]
+        out.append(replace(c, header=" > ".join(names)) if names else c)
+    return out
+
+
+def _python_scopes(text: str) -> list[tuple[int, int, str]]:
+    """(first line, last line, "class X" / "def f") of every class and function, outer first."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError):
+        return []
+    out: list[tuple[int, int, str]] = []
+    for node in ast.walk(tree):  # breadth first: an outer definition before its inner ones
+        if isinstance(node, (ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+            kind = "class" if isinstance(node, ast.ClassDef) else "def"
+            first = min([node.lineno, *(d.lineno for d in node.decorator_list)])
+            out.append((first, node.end_lineno or node.lineno, f"{kind} {node.name}"))
+    return sorted(out, key=lambda s: (s[0], -s[1]))

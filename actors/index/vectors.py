@@ -9,7 +9,14 @@ reported as `IndexLocked` after a short wait, not as a stack trace.
 The manifest is what makes a half-finished index visible: it is written `complete=False`
 before anything changes and `complete=True` with the file hashes only at the end, so an
 index cut short is never taken for a finished one, and the next run re-embeds what the
-last *complete* manifest does not vouch for.
+last *complete* manifest does not vouch for. It also names the `schema` of the embedded text
+(path and text, or path, header and text; see `actors.index.indexer.text_to_embed`): an
+index embedded another way is not trusted, and is rebuilt. A manifest written before the
+schema was recorded embedded path and text, and reads as `PLAIN_SCHEMA`.
+
+Chunks embedded with headers live in their own collection (`collection_for(..., headers=True)`),
+so both variants of one repository can be kept and compared. `chunks()` reads every chunk's
+payload back: the lexical side (`actors.index.hybrid`) is built from exactly that.
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ from actors.index.chunking import Chunk
 from actors.runtime.errors import UserError
 
 MANIFESTS = "chorus_manifests"
+# What a collection's vectors embed; a change of format is a new schema (and a re-embedding).
+PLAIN_SCHEMA = "path+text/1"
+HEADER_SCHEMA = "path+header+text/1"
 _NS = uuid.UUID("6f1c2a54-3b7e-4c1d-9a0e-5d8b7c6e4f21")
 
 
@@ -60,6 +70,19 @@ class Manifest:
     files: dict[str, str] = field(default_factory=dict)  # path -> content sha256
     chunks: int = 0
     dim: int = 0
+    schema: str = PLAIN_SCHEMA
+
+
+@dataclass(frozen=True)
+class StoredChunk:
+    """A chunk's payload as the collection holds it."""
+
+    path: str
+    start_line: int
+    end_line: int
+    text: str
+    language: str
+    header: str = ""
 
 
 def collection_name(source: str) -> str:
@@ -67,6 +90,11 @@ def collection_name(source: str) -> str:
     stem = Path(source.rstrip("/")).name.removesuffix(".git") or "repo"
     safe = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in stem)[:40]
     return f"repo_{safe}_{hashlib.sha1(source.encode()).hexdigest()[:10]}"
+
+
+def collection_for(source: str, *, headers: bool = False) -> str:
+    """The collection of one index variant: chunks embedded with headers have their own."""
+    return collection_name(source) + ("_h" if headers else "")
 
 
 def _dirs(path: str) -> list[str]:
@@ -97,6 +125,7 @@ class VectorIndex:
             files=dict(p.get("files", {})),
             chunks=int(p.get("chunks", 0)),
             dim=int(p.get("dim", 0)),
+            schema=str(p.get("schema", PLAIN_SCHEMA)),
         )
 
     def write_manifest(self, m: Manifest) -> None:
@@ -106,7 +135,10 @@ class VectorIndex:
             self.client.create_collection(
                 MANIFESTS, vectors_config=models.VectorParams(size=1, distance=models.Distance.DOT)
             )
-        payload = {"source": m.source, "complete": m.complete, "files": m.files, "chunks": m.chunks, "dim": m.dim}
+        payload = {
+            "source": m.source, "complete": m.complete, "files": m.files, "chunks": m.chunks, "dim": m.dim,
+            "schema": m.schema,
+        }
         point = models.PointStruct(id=str(uuid.uuid5(_NS, m.collection)), vector=[1.0], payload=payload)
         self.client.upsert(MANIFESTS, points=[point], wait=True)
 
@@ -149,6 +181,7 @@ class VectorIndex:
                     "end_line": c.end_line,
                     "language": c.language,
                     "text": c.text,
+                    "header": c.header,
                     "file_hash": hashes[c.path],
                 },
             )
@@ -161,6 +194,27 @@ class VectorIndex:
         if not self.client.collection_exists(collection):
             return 0
         return int(self.client.count(collection, exact=True).count)
+
+    def chunks(self, collection: str) -> list[StoredChunk]:
+        """Every chunk in the collection, by path and line."""
+        if not self.client.collection_exists(collection):
+            return []
+        out: list[StoredChunk] = []
+        offset = None
+        while True:
+            points, offset = self.client.scroll(
+                collection, limit=512, offset=offset, with_payload=True, with_vectors=False
+            )
+            for p in points:
+                q = p.payload or {}
+                if "path" in q:
+                    out.append(
+                        StoredChunk(q["path"], q["start_line"], q["end_line"], q.get("text", ""),
+                                    q.get("language", "text"), q.get("header", ""))
+                    )
+            if offset is None:
+                break
+        return sorted(out, key=lambda c: (c.path, c.start_line, c.end_line))
 
     def search(
         self,

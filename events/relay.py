@@ -14,6 +14,7 @@ with the DefectCapsule, or escalate to a person.
     WorkspaceChanged    a builder turn's file changes, each file's full new text, so the
                         workspace at any turn is the fold of these (actors.relay.workspace)
     RelayStopped        the relay's budget (tokens or wall time) ran out: no further turns
+    AppResubmitted      the resubmit hook ran after a checkpoint, and how it went
 
 Field names are the seed's (BatonPacket, defect capsule, and the columns of its
 agent_turns, checkpoints, defects and escalations tables). Embeddings are not in the
@@ -229,3 +230,19 @@ class RelayStopped(Event):
     reason: str
     message: str
     limit: str | None = None
+
+
+@event_type("AppResubmitted")
+class AppResubmitted(Event):
+    """The resubmit hook ran after a checkpoint (the seed's `_resubmit_to_app`): a command
+    in the workspace or a Python callable. Its outcome is recorded, so a replay or a resumed
+    relay never runs it again; a hook that failed (`ok` False, `error` why) is a fact to
+    report, never a reason to stop the relay."""
+
+    task_id: str
+    checkpoint_id: str
+    hook: str  # the command line, or the callable's module:name
+    ok: bool
+    returncode: int | None = None  # a command's exit status (None for a callable)
+    output: str = ""  # what it printed or returned, cut to a few thousand characters
+    error: str | None = None  # why it failed, one line

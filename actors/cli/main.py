@@ -118,7 +118,7 @@ def _parser() -> argparse.ArgumentParser:
     fork = sub.add_parser("fork", help="a new run from a run's state at a position, continued live")
     fork.add_argument("run_id")
     fork.add_argument("--at", type=int, required=True, metavar="POSITION",
-                      help="the global log position to fork at (for a simulation session: a cycle)")
+                      help="the global log position to fork at (a simulation session: a cycle; a relay: a builder turn)")
     fork.add_argument("--model", help="continue with another model")
     fork.add_argument("--temperature", type=float, help="continue with another temperature")
     fork.add_argument("--quiet", "-q", action="store_true")
@@ -139,6 +139,11 @@ def _parser() -> argparse.ArgumentParser:
 
     for kind in kinds[1:]:
         kind.add_commands(sub)
+    measure = sub.add_parser("eval", help="measure a workload: retrieval against known answer files, the relay on HumanEval")
+    evals = measure.add_subparsers(metavar="WHAT")
+    for kind in kinds:
+        kind.add_eval_commands(evals)
+    measure.set_defaults(func=lambda args: (measure.print_help(), 2)[1])
     views.add_parsers(sub)
     return p
 
@@ -212,6 +217,8 @@ def cmd_replay(args: argparse.Namespace) -> int:
             f"from the log, 0 live calls; {report.replay_s:.3f}s against {report.original_s:.1f}s "
             f"originally ({report.speedup:,.0f}x faster)"
         )
+        for note in report.notes:
+            print(f"  {note}")
         return 0
     print(f"replay of run {run_id} DIVERGED", file=sys.stderr)
     print(report.divergence.describe(), file=sys.stderr)  # type: ignore[union-attr]
@@ -233,8 +240,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
     with Client() as client:
         handle = client.fork(args.run_id, args.at, model=args.model, llm_params=params)
         kind = Registry.run_kind(client.run_state(handle.run_id).agent or Registry.default_run_kind().name)
-        where = "cycle" if not kind.live else "position"
-        print(f"run {handle.run_id} (forked from {args.run_id} at {where} {args.at})", flush=True)
+        print(f"run {handle.run_id} (forked from {args.run_id} at {kind.fork_unit} {args.at})", flush=True)
         if not kind.live:
             return 0  # it waits for its user (`chorus sim step`)
         return follow_run(handle, args.quiet)

@@ -1,10 +1,16 @@
 """`chorus eval retrieval QUESTIONS.json --repo PATH`: recall@1/5/10 and MRR of the
 retrieval methods side by side, measured in one run (actors/codeqa/evaluation.py).
 
-    keyword    occurrences of the question's terms per file (seed 003's search_keyword)
-    embedding  plain vector search over the repository's Qdrant index (built if needed)
-    hyde       seed 003's semantic_file_search: HyDE answer → keywords → chunks → cosine;
-               it calls the configured LLM (the local model unless CHORUS_LLM_BASE_URL is set)
+    keyword            occurrences of the question's terms per file (seed 003's search_keyword)
+    embedding          plain vector search over the repository's Qdrant index (built if needed)
+    lexical            BM25 over the same chunks, code-aware tokens (actors/index/lexical.py)
+    hybrid             embedding and lexical fused by reciprocal rank fusion (actors/index/hybrid.py)
+    embedding-headers  as embedding, chunks embedded with their class/function header
+    hybrid-headers     as hybrid, over the chunks embedded with headers (a second collection)
+    hyde               seed 003's semantic_file_search: HyDE answer → keywords → chunks → cosine;
+                       it calls the configured LLM (the local model unless CHORUS_LLM_BASE_URL is set)
+
+Indexing and building the lexical view are timed apart from the questions (stderr).
 """
 
 from __future__ import annotations
@@ -14,25 +20,25 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from actors.codeqa.evaluation import load_questions, rankers, score, table
+from actors.codeqa.evaluation import METHODS, load_questions, rankers, score, table
 from actors.runtime.embeddings import embedder_from_settings
 from actors.runtime.errors import UserError
-from actors.runtime.llm.local_server import LocalLlamaServer
-from actors.runtime.llm.providers import provider_from_settings
+from actors.runtime.llm.providers import provider_and_server
 from actors.runtime.settings import Settings
 from actors.runtime.tool_context import ToolContext
 
 
-def add_parsers(sub: Any) -> None:
-    p = sub.add_parser("eval", help="measure retrieval against questions with known answer files")
-    inner = p.add_subparsers(metavar="WHAT")
-    r = inner.add_parser("retrieval", help="recall@1/5/10 and MRR of each retrieval method")
+def add_parsers(evals: Any) -> None:
+    """`retrieval` under `chorus eval`."""
+    r = evals.add_parser("retrieval", help="recall@1/5/10 and MRR of each retrieval method")
     r.add_argument("questions", type=Path, help='JSON: {"questions": [{"q": ..., "gold": [path, ...]}]}')
     r.add_argument("--repo", type=Path, required=True, help="the repository the gold paths are relative to")
-    r.add_argument("--methods", default="keyword,embedding,hyde", help="comma-separated (default: all three)")
+    r.add_argument(
+        "--methods", default="keyword,embedding,hybrid,hyde",
+        help=f"comma-separated, of: {', '.join(METHODS)} (default: keyword,embedding,hybrid,hyde)",
+    )
     r.add_argument("--misses", action="store_true", help="list the questions each method missed")
     r.set_defaults(func=cmd_eval_retrieval)
-    p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
 
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
@@ -48,7 +54,10 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         context, server = _llm_context(settings, embedder)
     try:
         scores = []
-        for name, ranker in rankers(methods, repo, settings, embedder, context).items():
+        def log(line: str) -> None:
+            print(line, file=sys.stderr, flush=True)
+
+        for name, ranker in rankers(methods, repo, settings, embedder, context, log=log).items():
             print(f"measuring {name} ...", file=sys.stderr, flush=True)
             scores.append(score(name, ranker, questions))
     finally:
@@ -64,11 +73,5 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
 def _llm_context(settings: Any, embedder: Any) -> tuple[Any, Any]:
     """A ToolContext on the configured endpoint (the embedded server started if needed)."""
-    server = None
-    if settings.uses_embedded_llm:
-        server = LocalLlamaServer(settings)
-        server.start()
-        provider = provider_from_settings(settings, base_url=server.base_url)
-    else:
-        provider = provider_from_settings(settings)
+    provider, server = provider_and_server(settings)
     return ToolContext(run_id="eval", tool="semantic_file_search", settings=settings, provider=provider, embedder=embedder), server

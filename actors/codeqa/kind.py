@@ -19,4 +19,6 @@ class CodeQuestionRun(AgentRunKind):
 
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         cli.add_parsers(subparsers)
-        eval_cli.add_parsers(subparsers)
+
+    def add_eval_commands(self, evals: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+        eval_cli.add_parsers(evals)

@@ -22,7 +22,7 @@ MAX_HINTS = 8
 HINT_CHARS = 200
 CONTEXT_LIMIT = 2400
 
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})")
+_FENCE = re.compile(r"^\s{0,3}(?:(?:\d{1,2}[.)]|[-*+])\s+)?(`{3,}|~{3,})")  # also "2. ```python"
 _HINTS_HEAD = re.compile(
     r"^\s*(?:#{1,6}\s*)?(?:[*_]{1,2})?(?:verification\s+hints?|hints?\s+for\s+(?:the\s+)?verifier|hints?)"
     r"(?:[*_]{1,2})?\s*(?::\s*(?:[*_]{1,2})?\s*(.*)|(?:[*_]{1,2})?\s*$)",

@@ -2,11 +2,17 @@
 
 Its prompt is the seed's `roadmap[N] + context + defect_capsule` (actors.relay.prompts): the
 item, the bounded baton of recent turns, similar past turns from memory, the current files,
-and on a retry the defect capsule. Its one model call goes through `effects`, which records
+and on a retry the defect capsule. A retry starts over: it is shown the files as the item
+found them, not the failed attempt (the baton says what that attempt did, the capsule why it
+failed), because a small model shown its own failed code writes it out again (seen on
+HumanEval: every such retry of the 1.5B model repeated the failed body verbatim, even when
+sampled warmer). Its edits still apply to the workspace as it is. Its one model call goes through `effects`, which records
 it in the builder's stream before the reply is read (actors.relay.recording), so a replay
 builds the same turn with no model.
 
-The reply becomes file edits applied to a scratch copy of the workspace (the relay's
+The reply becomes file edits (actors.relay.edits: whole files, diffs; code with no path
+label goes to the one file the item is about, if there is one) applied to a scratch copy
+of the workspace (the relay's
 workspace is the fold of its WorkspaceChanged events, `state.files`; nothing here touches
 a person's folder). An edit that does not apply, or a model call that failed, is an empty
 change set and a verification hint saying why: the verifier then fails the turn and the
@@ -25,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.relay.baton import baton_context, make_baton
-from actors.relay.edits import FileEdit, apply_edits, parse_edits
+from actors.relay.edits import FileEdit, apply_edits, parse_edits, target_file
 from actors.relay.prompts import builder_request, item_text
 from actors.relay.scheduler import BuilderFinished, RelayState
 from actors.relay.workspace import changes_between
@@ -68,7 +74,7 @@ class Builder:
             context=context,
             baton=baton_context(state.batons),
             defect=state.current_defect,
-            files=state.files,
+            files=state.item_files if state.current_defect is not None else state.files,
             model=self.model,
             params=self.params,
         )
@@ -82,7 +88,8 @@ class Builder:
             )
         elif isinstance(outcome, LlmFailed):
             hints.append(f"the builder's model call failed ({outcome.error.message}): no files changed")
-        edits, after = _apply(reply, state.files, hints)
+        default = target_file([item.title, item.details, *item.acceptance_criteria], state.files)
+        edits, after = _apply(reply, state.files, hints, default)
         changes = changes_between(state.files, after)
         baton = make_baton(
             reply,
@@ -113,11 +120,14 @@ class Builder:
         return [str(t) for t in found] if isinstance(found, list) else []
 
 
-def _apply(reply: str, files: dict[str, str], hints: list[str]) -> tuple[list[FileEdit], dict[str, str]]:
+def _apply(
+    reply: str, files: dict[str, str], hints: list[str], default: str | None = None
+) -> tuple[list[FileEdit], dict[str, str]]:
     """The edits in `reply` and the workspace after them; the files unchanged (and a hint
-    saying why) when the reply has no edits or they do not apply."""
+    saying why) when the reply has no edits or they do not apply. Code with no path goes to
+    `default`, the one file the item is about, when there is one (`edits.target_file`)."""
     try:
-        edits = parse_edits(reply)
+        edits = parse_edits(reply, default_path=default)
     except ValueError as e:
         hints.append(f"the builder's reply could not be read as edits: {e}")
         return [], dict(files)

@@ -1,11 +1,12 @@
 """`chorus relay`: a builder/verifier relay from the command line.
 
-    chorus relay "GOAL" --workspace DIR [--roadmap FILE] [--max-retries N]
+    chorus relay "GOAL" --workspace DIR [--roadmap FILE] [--max-retries N] [--resubmit CMD]
     chorus relay --show RUN
 
 The first plans the roadmap (from FILE, or the Orchestrator's model call), then runs the
 turns in this process with live progress on stderr: turn, item, builder summary, files
-changed, verdict, defects, escalations. The workspace is a git repository the relay keeps
+changed, verdict, defects, escalations, and what the resubmit hook did (CMD, split as a
+shell would, run in the workspace in the sandbox after each checkpoint). The workspace is a git repository the relay keeps
 in step with its log (a commit per checkpoint). The second reads a relay from the views:
 the roadmap with statuses, checkpoints, defects and escalations. Exit status: 0 done, 2 bad
 input (one line; nothing written), 130 interrupted (a restarted serve resumes from the log).
@@ -14,6 +15,7 @@ input (one line; nothing written), 130 interrupted (a restarted serve resumes fr
 from __future__ import annotations
 
 import argparse
+import shlex
 import sys
 from typing import Any
 
@@ -45,6 +47,11 @@ def add_parsers(sub: Any) -> None:
         help="retries per item before escalating",
     )
     p.add_argument(
+        "--resubmit",
+        metavar="CMD",
+        help="a command run in the workspace after each checkpoint (the resubmit hook)",
+    )
+    p.add_argument(
         "--show",
         metavar="RUN",
         help="a relay's roadmap, checkpoints, defects and escalations",
@@ -55,15 +62,18 @@ def add_parsers(sub: Any) -> None:
 
 def cmd_relay(args: argparse.Namespace) -> int:
     if args.show:
-        if args.goal or args.workspace or args.roadmap:
-            raise UserError("--show RUN takes no goal, --workspace or --roadmap")
+        if args.goal or args.workspace or args.roadmap or args.resubmit:
+            raise UserError("--show RUN takes no goal, --workspace, --roadmap or --resubmit")
         return show(args.show)
     if not args.goal or not args.workspace:
         raise UserError('give a goal and --workspace DIR: chorus relay "GOAL" --workspace DIR')
     from actors.relay.session import check_input
 
     try:
-        check_input(args.goal, args.workspace, args.roadmap, args.max_retries)  # before anything is written
+        args.resubmit = shlex.split(args.resubmit) if args.resubmit is not None else None
+        check_input(
+            args.goal, args.workspace, args.roadmap, args.max_retries, args.resubmit
+        )  # before anything is written
     except (ValueError, OSError) as e:
         raise UserError(str(e).strip().splitlines()[0]) from None
     return run(args)
@@ -72,11 +82,13 @@ def cmd_relay(args: argparse.Namespace) -> int:
 def run(args: argparse.Namespace) -> int:
     from actors.relay.progress import describe
     from actors.relay.recording import scheduler_stream
+    from actors.relay.resubmit import describe_outcome
     from actors.relay.session import outcome, serve_relay, start_relay
     from actors.runtime.client import Client, new_run_id
+    from events.relay import AppResubmitted
 
     def progress(e: Any) -> None:
-        line = "" if args.quiet else describe(e)
+        line = "" if args.quiet else describe(e) or (describe_outcome(e) if isinstance(e, AppResubmitted) else None)
         if line:
             print(line, file=sys.stderr, flush=True)
 
@@ -89,6 +101,7 @@ def run(args: argparse.Namespace) -> int:
             workspace=args.workspace,
             roadmap=args.roadmap,
             max_retries=args.max_retries,
+            resubmit=args.resubmit,
         )
         print(f"relay {run_id}", flush=True)
         for e in client.store.read_stream(scheduler_stream(run_id)):  # the plan, and the first turn

@@ -7,11 +7,8 @@ often wrong. `parse_edits` reads all of them in the order written; `apply_edits`
 every path to the workspace (no absolute paths, no `..`, no `.git`, no symlinks) and applies
 everything or nothing.
 
-Diffs are applied here rather than by a library: `whatthepatch` trusts a hunk's line numbers
-(a model's are often off) and `patch-ng` patches files on disk by paths it reads from the
-diff. Ours finds each hunk by its context, nearest to the line it names, and refuses a hunk
-whose context is not in the file. Everything is pure but `apply_edits` and
-`workspace_snapshot`, which touch the workspace and nothing else.
+A diff is applied to a text by actors.relay.patch. Everything here is pure but
+`apply_edits` and `workspace_snapshot`, which touch the workspace and nothing else.
 """
 
 from __future__ import annotations
@@ -26,6 +23,8 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from pydantic import BaseModel, ConfigDict
+
+from actors.relay.patch import HUNK_HEAD, apply_unified_diff, diff_new_side
 
 EditKind = Literal["write", "diff", "delete"]
 
@@ -47,19 +46,20 @@ class FileEdit(BaseModel):
 
 # -- reading a reply -------------------------------------------------------------------------------
 
-_FENCE = re.compile(r"^\s{0,3}(`{3,}|~{3,})\s*(.*?)\s*$")
+_LIST_MARK = r"(?:(?:\d{1,2}[.)]|[-*+])\s+)?"  # "2. ```python": a small model numbers its steps
+_FENCE = re.compile(r"^\s{0,3}" + _LIST_MARK + r"(`{3,}|~{3,})\s*(.*?)\s*$")
 _KNOWN_NAMES = {"Makefile", "Dockerfile", "LICENSE", "Procfile", "Gemfile", "Justfile"}
 _PATHLIKE = re.compile(r"^(?:[\w.\-]+/)*[\w\-][\w.\-]*\.[A-Za-z0-9]{1,10}$")
 _DIFF_LANGS = {"diff", "patch", "udiff"}
+_ALIASES = {"py": {"py", "python", "python3"}, "js": {"js", "javascript"}, "ts": {"ts", "typescript"}, "sh": {"sh", "bash"}}
 _EXPLICIT = re.compile(
-    r"^(?:#{1,6}\s*)?(?:[*_]{1,2})?(?:file(?:name)?|path)(?:[*_]{1,2})?\s*[:=]\s*(?:[*_]{1,2})?\s*(.+?)\s*$",
+    r"^" + _LIST_MARK + r"(?:#{1,6}\s*)?(?:[*_]{1,2})?(?:files?(?:name)?|path)(?:[*_]{1,2})?\s*[:=]\s*(?:[*_]{1,2})?\s*(.+?)\s*$",
     re.I,
 )
 _HEADING = re.compile(r"^#{1,6}\s+(.+?)\s*$")
 _BACKTICKED = re.compile(r"`([^`\s]+)`")
 _FIRST_LINE = re.compile(r"^\s*(?:#|//|--|/\*|<!--)\s*(?:file(?:name)?\s*:\s*)?(\S+?)\s*(?:\*/|-->)?\s*$", re.I)
 _DELETE = re.compile(r"^\s*(?:[-*]\s*)?(?:delete|remove)(?:\s+the)?\s+file\s*:?\s*`?([^`\s]+?)`?\s*\.?\s*$", re.I)
-_HUNK_HEAD = re.compile(r"^@@\s*(?:-(\d+)(?:,(\d+))?\s+\+(\d+)(?:,(\d+))?)?\s*@@")
 
 
 def _tidy(token: str) -> str:
@@ -222,7 +222,7 @@ def _read_diff(lines: list[str], k: int, *, fenced: bool, label: str | None) -> 
         if line.startswith(("diff --git", "index ", "new file mode", "deleted file mode", "similarity", "rename ")):
             k += 1
             continue
-        head = _HUNK_HEAD.match(line)
+        head = HUNK_HEAD.match(line)
         if head:
             if not started and label is None:
                 break
@@ -273,7 +273,8 @@ def parse_edits(reply: str, *, default_path: str | None = None) -> list[FileEdit
     Labelled fenced blocks are whole-file writes, diffs (fenced or bare) are diffs (a diff
     from /dev/null is a write, one to /dev/null a delete), and a `Delete file: x` line is a
     delete. Unlabelled code is not an edit, unless `default_path` is given and the reply has
-    no other edit: then its longest unlabelled block is written there (a one-file task).
+    no other edit: then its longest unlabelled block in that file's language (else of any
+    code) is written there (a one-file task).
     """
     lines = reply.splitlines()
     found: list[tuple[int, FileEdit]] = []
@@ -282,12 +283,12 @@ def parse_edits(reply: str, *, default_path: str | None = None) -> list[FileEdit
     for block in blocks:
         body = block.body
         looks_diff = any(_is_diff_start(body, k) for k in range(len(body))) or (
-            block.lang in _DIFF_LANGS and any(_HUNK_HEAD.match(b) for b in body)
+            block.lang in _DIFF_LANGS and any(HUNK_HEAD.match(b) for b in body)
         )
         if looks_diff:
             k = 0
             while k < len(body):
-                if _is_diff_start(body, k) or (block.path and _HUNK_HEAD.match(body[k])):
+                if _is_diff_start(body, k) or (block.path and HUNK_HEAD.match(body[k])):
                     edits, k = _read_diff(body, k, fenced=True, label=block.path)
                     found.extend((block.start, e) for e in edits)
                 else:
@@ -324,113 +325,41 @@ def parse_edits(reply: str, *, default_path: str | None = None) -> list[FileEdit
     edits = [e for _, e in found]
     if not edits and default_path and unlabelled:
         code = [b for b in unlabelled if b.lang not in _DIFF_LANGS | {"text", "console", "bash", "sh", "shell"}]
+        suffix = PurePosixPath(default_path).suffix.lower()[1:]
+        same_language = [b for b in code if b.lang in _ALIASES.get(suffix, {suffix})]
+        code = same_language or code
         if code:
             longest = max(code, key=lambda b: len("\n".join(b.body)))
             edits = [FileEdit(path=default_path, kind="write", content="\n".join(longest.body) + "\n")]
     return edits
 
 
-# -- applying a unified diff to a text ------------------------------------------------------------
+_NAMED_PATH = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w-][\w.-]*\.[A-Za-z][A-Za-z0-9]{0,9})(?![\w/-])")
 
 
-@dataclass
-class _Hunk:
-    header: str
-    old_start: int | None
-    old_count: int | None
-    lines: list[tuple[str, str]] = field(default_factory=list)
-    old_no_eol: bool = False
-    new_no_eol: bool = False
+def is_test_path(path: str) -> bool:
+    parts = PurePosixPath(path).parts
+    name = parts[-1] if parts else path
+    return name.startswith("test_") or name.endswith("_test.py") or "tests" in parts[:-1] or name == "conftest.py"
 
 
-def _hunks(diff: str) -> list[_Hunk]:
-    hunks: list[_Hunk] = []
-    for line in diff.splitlines():
-        head = _HUNK_HEAD.match(line)
-        if head:
-            start = int(head.group(1)) if head.group(1) is not None else None
-            count = int(head.group(2)) if head.group(2) is not None else (1 if start is not None else None)
-            hunks.append(_Hunk(header=line.strip(), old_start=start, old_count=count))
-            continue
-        if not hunks or line.startswith(("--- ", "+++ ")) and not hunks[-1].lines:
-            continue
-        hunk = hunks[-1]
-        if line.startswith("\\"):
-            last = hunk.lines[-1][0] if hunk.lines else " "
-            if last in " -":
-                hunk.old_no_eol = True
-            if last in " +":
-                hunk.new_no_eol = True
-            continue
-        tag, text = (line[0], line[1:]) if line[:1] in ("+", "-", " ") else (" ", line)
-        hunk.lines.append((tag, text))
-    return hunks
-
-
-def _find(lines: list[str], block: list[str], hint: int, cursor: int) -> int | None:
-    """Where `block` occurs in `lines`: after the previous hunk if it can, nearest to the
-    line the hunk names; exact first, then ignoring trailing whitespace."""
-    size = len(block)
-    for same in (lambda a, b: a == b, lambda a, b: a.rstrip() == b.rstrip()):
-        for lo in (cursor, 0):
-            spots = [
-                p
-                for p in range(lo, len(lines) - size + 1)
-                if all(same(lines[p + i], block[i]) for i in range(size))
-            ]
-            if spots:
-                return min(spots, key=lambda p: (abs(p - hint), p))
-    return None
-
-
-def apply_unified_diff(original: str, diff: str, path: str = "file") -> str:
-    """`original` with the hunks of `diff` applied. Line numbers are hints: each hunk goes
-    where its context and removed lines are, nearest to the line it names. A hunk whose
-    lines are not in the text raises ValueError naming the file and the hunk."""
-    hunks = _hunks(diff)
-    if not hunks:
-        raise ValueError(f"{path}: the diff has no hunks (no @@ lines)")
-    eol = original.endswith("\n") or original == ""
-    lines = (original[:-1] if original.endswith("\n") else original).split("\n") if original else []
-    offset, cursor = 0, 0
-    for number, hunk in enumerate(hunks, 1):
-        old = [text for tag, text in hunk.lines if tag in " -"]
-        if not old:  # a pure insertion: after line old_start (`-k,0`), or at the end
-            if hunk.old_start is None:
-                pos = len(lines)
-            else:
-                after = hunk.old_start if hunk.old_count == 0 else hunk.old_start - 1
-                pos = min(max(after + offset, 0), len(lines))
-        else:
-            hint = hunk.old_start - 1 + offset if hunk.old_start is not None else cursor
-            found = _find(lines, old, hint, cursor)
-            if found is None:
-                first = next((t for tag, t in hunk.lines if tag in " -"), "")
-                raise ValueError(
-                    f"{path}: hunk {number} ({hunk.header}) does not apply: its lines are not in the file "
-                    f"(first: {first.strip()[:60]!r})"
-                )
-            pos = found
-        out: list[str] = []
-        i = pos
-        for tag, text in hunk.lines:
-            if tag == " ":
-                out.append(lines[i])  # the file's own line (it may differ in trailing space)
-                i += 1
-            elif tag == "-":
-                i += 1
-            else:
-                out.append(text)
-        lines[pos : pos + len(old)] = out
-        offset += len(out) - len(old)
-        cursor = pos + len(out)
-    if any(h.new_no_eol for h in hunks):
-        eol = False
-    elif any(h.old_no_eol for h in hunks):
-        eol = True
-    if not lines:
-        return ""
-    return "\n".join(lines) + ("\n" if eol else "")
+def target_file(texts: Iterable[str], files: Iterable[str]) -> str | None:
+    """The one non-test file a task is about, for a reply whose code names no path: the
+    only such path the task's texts name, else the workspace's only such Python file, else
+    None (no guess when there are two)."""
+    named = {
+        p
+        for text in texts
+        for token in _NAMED_PATH.findall(text)
+        if (p := _pathlike(token)) and not is_test_path(p) and "." in PurePosixPath(p).name
+        and not re.fullmatch(r"\d+(\.\d+)+", p)
+    }
+    if len(named) == 1:
+        return next(iter(named))
+    if named:
+        return None
+    python = [f for f in files if f.endswith(".py") and not is_test_path(f)]
+    return python[0] if len(python) == 1 else None
 
 
 # -- the workspace ---------------------------------------------------------------------------------
@@ -507,9 +436,9 @@ def apply_edits(root: Path | str, edits: Iterable[FileEdit]) -> list[str]:
             if current is None:
                 raise ValueError(f"{rel}: cannot delete it, there is no such file")
             planned[rel] = None
+        elif current is None:  # a small model's diff for a file it means to create
+            planned[rel] = diff_new_side(edit.content, rel)
         else:
-            if current is None:
-                raise ValueError(f"{rel}: a diff for a file that does not exist")
             planned[rel] = apply_unified_diff(current, edit.content, rel)
     changed: list[str] = []
     for rel, text in planned.items():

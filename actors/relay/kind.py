@@ -3,9 +3,10 @@
 A relay run is `run:ID` plus the scheduler's stream `relay:ID` (its lead, the single source
 of truth), the builder's `relay:ID:builder` and the verifier's `relay:ID:verifier` (their
 recorded model calls and checks), and `relay:ID:orchestrator` when the roadmap came from the
-model. The runtime gets from here how to fold them (`chorus state`), replay a run, describe
-its events, and the `chorus relay` verb; `Client().submit(goal, agent="relay",
-workspace=DIR)` starts one.
+model. The runtime gets from here how to fold them (`chorus state`), replay a run, fork it
+at a builder turn (`chorus fork RUN --at TURN`, actors.relay.fork), set two branches' code
+side by side (`chorus diff`), describe its events, and the `chorus relay` verb;
+`Client().submit(goal, agent="relay", workspace=DIR)` starts one.
 """
 
 from __future__ import annotations
@@ -14,12 +15,14 @@ import argparse
 import threading
 from typing import Any, ClassVar
 
-from actors.relay import cli
+from actors.relay import cli, eval_cli
+from actors.relay.fork import fork_relay
 from actors.relay.progress import describe
 from actors.relay.recording import scheduler_stream
 from actors.relay.replay import replay_relay
 from actors.relay.scheduler import SchedulerBehaviour
 from actors.relay.session import KIND, serve_relay, start_relay
+from actors.relay.workspace import changes_between, diff_text, fold_workspace
 from actors.runtime.behaviour import Behaviour
 from actors.runtime.client import Client, RunHandle
 from actors.runtime.registry import Registry
@@ -41,6 +44,7 @@ class RelayRun(RunKind):
         "EscalationRaised": "escalations", "LlmCompleted": "LLM calls", "ToolReturned": "checks",
     }  # fmt: skip
     error_types = frozenset({"EscalationRaised", "RelayStopped"})
+    fork_unit = "turn"
 
     def submit(
         self,
@@ -52,14 +56,16 @@ class RelayRun(RunKind):
         **options: Any,
     ) -> RunHandle:
         """Options: `workspace` (a folder, required), `roadmap` (a YAML or markdown file),
-        `max_retries`, `llm_params`, `ray`. The roadmap is planned here (the Orchestrator's
-        call when there is no file); the turns run on a thread of this process, or with
-        `ray=True` on a RelayActor (actors.relay.actor)."""
+        `max_retries`, `llm_params`, `resubmit` (a command as an argv list, or a callable
+        `hook(checkpoint, workspace)`, run after each checkpoint), `ray`. The roadmap is
+        planned here (the Orchestrator's call when there is no file); the turns run on a
+        thread of this process, or with `ray=True` on a RelayActor (actors.relay.actor), the
+        Scheduler, which hands each turn to a Builder and a Verifier actor."""
         workspace = options.pop("workspace", None)
         if workspace is None:
             raise ValueError("a relay needs workspace=DIR")
         on_ray = bool(options.pop("ray", False))
-        unknown = set(options) - {"roadmap", "max_retries", "llm_params"}
+        unknown = set(options) - {"roadmap", "max_retries", "llm_params", "resubmit"}
         if unknown:
             raise ValueError(f"unknown relay options: {', '.join(sorted(unknown))}")
         start_relay(client, goal, run_id=run_id, workspace=workspace, budget=budget, **options)
@@ -71,6 +77,32 @@ class RelayRun(RunKind):
             return client.spawn(run_id, RelayActor, f"relay:{run_id}", args, ())
         threading.Thread(target=serve_relay, args=(client, run_id), name=f"relay-{run_id}", daemon=True).start()
         return RunHandle(client, run_id)
+
+    def fork(
+        self,
+        client: Client,
+        run_id: str,
+        at: int,
+        *,
+        model: str | None = None,
+        llm_params: dict[str, Any] | None = None,
+        workspace: str | None = None,
+    ) -> RunHandle:
+        """`at` is a builder turn: the new relay shares the run's history up to that turn's
+        verification (0: its plan alone; see actors.relay.fork), gets its own workspace
+        (`workspace`, else `<original workspace>-<new id>`) and continues live on a thread
+        of this process. `llm_params` are laid over the run's for the turns to come; the
+        model is the configured one (CHORUS_LLM_MODEL)."""
+        if model is not None and model != client.settings.llm_model:
+            raise ValueError(
+                "a relay fork continues with the configured model (CHORUS_LLM_MODEL); "
+                "--model does not apply"
+            )
+        new = fork_relay(client, run_id, at, workspace=workspace, llm_params=llm_params)
+        threading.Thread(
+            target=serve_relay, args=(client, new), name=f"relay-{new}", daemon=True
+        ).start()
+        return RunHandle(client, new)
 
     def behaviour(self, stream_id: str, first: Event) -> Behaviour[Any] | None:
         return SchedulerBehaviour() if stream_id == scheduler_stream(first.run_id or "") else None
@@ -88,8 +120,29 @@ class RelayRun(RunKind):
     def replay(self, records: list[Recorded], run_id: str) -> ReplayReport:
         return replay_relay(records, run_id)
 
+    def diff_lines(
+        self,
+        run_a: str,
+        records_a: list[Recorded],
+        run_b: str,
+        records_b: list[Recorded],
+    ) -> list[str]:
+        """The two branches' code: each run's final workspace, folded from its log, as a
+        unified diff per file (`--- A/path`, `+++ B/path`)."""
+        a = fold_workspace(self.lead_events(records_a, run_a))
+        b = fold_workspace(self.lead_events(records_b, run_b))
+        changed = changes_between(a, b)
+        if not changed:
+            return [f"the workspaces hold the same {len(a)} file(s)"]
+        head = f"the workspaces differ in {len(changed)} of {len(set(a) | set(b))} file(s):"
+        text = diff_text(a, b, before_label=run_a, after_label=run_b)
+        return [head, *text.splitlines()]
+
     def describe(self, event: Event, brief: bool = False) -> str | None:
         return describe(event, brief=brief)
 
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         cli.add_parsers(subparsers)
+
+    def add_eval_commands(self, evals: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+        eval_cli.add_parsers(evals)

@@ -27,6 +27,11 @@ or `:memory:` (tests). `from_settings` uses the server of CHORUS_QDRANT_URL or t
 folder data_dir/relay_memory: not the repository index's data_dir/qdrant, because a
 local folder is locked by one process at a time and a relay holds its memory open for
 its whole run, which would lock `chorus index` out meanwhile.
+
+`TurnRecall` is the Builder's `memory` lookup in a served relay: before each build it
+catches the memory up from the log and returns the top 5 past turns of the run's task
+most like the roadmap item. It opens a local folder only for the lookup, so the builder's
+process (a Ray actor, or a restarted one) never keeps others locked out between turns.
 """
 
 from __future__ import annotations
@@ -318,6 +323,38 @@ class TurnMemory:
         return sorted(out, key=lambda item: (item[1].get("position", 0), item[0]))
 
 
+class TurnRecall:
+    """`recall(text) -> [past turn text]`: the top `k` turns of task `task_id` most like
+    `text`, the memory caught up from `store` first."""
+
+    def __init__(self, memory: TurnMemory, store: EventStore, task_id: str | None, k: int = 5) -> None:
+        self.memory = memory
+        self.store = store
+        self.task_id = task_id
+        self.k = k
+
+    @classmethod
+    def from_settings(
+        cls, settings: Any, store: EventStore, task_id: str | None, embed: Embed | None = None
+    ) -> TurnRecall:
+        """With the configured embedder (CHORUS_EMBEDDER; MiniLM, offline) unless `embed` is
+        given; its model loads at the first turn that has something to embed."""
+        if embed is None:
+            from actors.runtime.embeddings import embedder_from_settings  # lazily: only a served relay
+
+            embed = embedder_from_settings(settings).embed
+        return cls(TurnMemory.from_settings(settings, embed), store, task_id)
+
+    def __call__(self, text: str) -> list[str]:
+        keep_open = self.memory.location == ":memory:" or _is_url(self.memory.location)
+        try:
+            self.memory.catch_up(self.store)
+            return self.memory.similar(text, k=self.k, task_id=self.task_id)
+        finally:
+            if not keep_open:
+                self.memory.close()  # a local folder: let go of its lock between turns
+
+
 def _default_folder() -> Path:
     from actors.runtime.settings import Settings  # lazily: only when no location is given
 
@@ -352,4 +389,3 @@ def _open(location: str, wait_s: float) -> Any:
                     "stop it or set CHORUS_QDRANT_URL to use a Qdrant server"
                 ) from None
             time.sleep(0.2)
-

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from events.base import Event
 from events.relay import (
+    AppResubmitted,
     BatonPassed,
     CheckpointStored,
     DefectResolved,
@@ -56,6 +57,10 @@ def describe(event: Event, brief: bool = False) -> str | None:
         return f"roadmap done: {event.passed} passed, {event.escalated} escalated"
     if isinstance(event, RelayStopped):
         return f"relay stopped: {event.message}"
+    if isinstance(event, AppResubmitted):
+        from actors.relay.resubmit import describe_outcome
+
+        return describe_outcome(event)
     if isinstance(event, WorkspaceChanged):
         paths = ", ".join(f"{c['path']}{' (deleted)' if c['kind'] == 'delete' else ''}" for c in event.changes)
         return f"workspace changed: {paths}" if brief else ""

@@ -4,7 +4,8 @@ coherence check.
 The Builder's prompt is the seed's `roadmap[N] + context + defect_capsule`: the item and its
 acceptance criteria, the baton (summaries of past turns, already bounded), the top similar
 past turns from vector memory, the current files (truncated), and on a retry the defect
-capsule, last, nearest to where the model starts writing. Every part has a character cap,
+capsule, last, nearest to where the model starts writing (a retry is also sampled warmer,
+RETRY_TEMPERATURE, so that it is not the failed attempt again). Every part has a character cap,
 so the prompt stays bounded however long the relay runs. Written for a 1.5B coder model:
 short lines, one way to answer, the format shown rather than described. Pure.
 """
@@ -22,6 +23,9 @@ from actors.runtime.llm.types import LlmRequest
 from events.relay import BatonPacket, DefectCapsule
 
 BUILDER_MAX_TOKENS = 1024
+# A retry samples warmer than the turn it repairs: at the same low temperature a small model,
+# shown its own failed code, mostly writes it again (seen on HumanEval with the 1.5B model).
+RETRY_TEMPERATURE = 0.6
 COHERENCE_MAX_TOKENS = 200
 MAX_CONTEXT_TURNS = 5  # the seed's `db.search(embedding).limit(5)`
 CONTEXT_CHARS = 500  # each retrieved past turn
@@ -38,25 +42,27 @@ _LANGS = {
     ".html": "html", ".css": "css", ".sql": "sql", ".txt": "text",
 }  # fmt: skip
 
-BUILDER_SYSTEM = """You are the Builder in a relay. Each turn you do one roadmap item. A Verifier then checks
-your work: ruff, pytest, and whether the item's acceptance criteria are met.
+BUILDER_SYSTEM = """You are the Builder in a relay. Each turn you do one roadmap item. A Verifier then runs
+ruff and pytest on the workspace and checks the item's acceptance criteria.
 
 Reply in this order:
-1. One or two sentences: what you changed.
-2. Each file you create or change, as the WHOLE file in a fenced block, its path on the line before:
+1. Say in one sentence what you changed.
+2. Every file you create or change, WHOLE, in a fenced block with its path on the line before:
 File: path/to/module.py
 ```python
 def example():
     return 1
 ```
-   For a small change to a long file you may instead give a unified diff in a ```diff block
-   (--- a/path, +++ b/path, @@ hunks with 3 lines of context).
 3. Then the checks the Verifier should run:
 Verification hints:
-- a short check, e.g. a test to run
+- python -m pytest test_module.py
 
-Paths are relative to the workspace root. Write complete code: no placeholders, no "...".
-Include tests for what you build when the item asks for behaviour."""
+Rules:
+- Paths are relative to the workspace root.
+- Write each file complete: no placeholders, no "...", no "rest unchanged".
+- Keep the names and signatures the item gives.
+- When the acceptance criteria name a test file, write that file too, with pytest test_* functions.
+- Do not change existing tests unless the item asks you to."""
 
 VERIFIER_SYSTEM = """You are the Verifier in a relay. You judge whether a change meets a roadmap item's
 acceptance criteria. Read the criteria and the diff. Reply with one JSON object only:
@@ -83,13 +89,16 @@ def item_text(item: RoadmapItem) -> str:
 
 def files_text(files: dict[str, str]) -> str:
     """The workspace's files as the builder sees them: whole while they fit in FILES_CHARS
-    (each cut at FILE_CHARS), then by name only."""
+    (each cut at FILE_CHARS), then by name only; hidden files (a dot in the path) by name."""
     if not files:
         return "Current files: none yet (the workspace is empty)."
     shown: list[str] = []
     names_only: list[str] = []
     used = 0
     for path in sorted(files):
+        if any(part.startswith(".") for part in PurePosixPath(path).parts):
+            names_only.append(path)  # a tool's configuration (.ruff.toml, .github/...): by name
+            continue
         body = _clip(files[path], FILE_CHARS)
         lang = _LANGS.get(PurePosixPath(path).suffix.lower(), "")
         block = f"File: {path}\n```{lang}\n{body}\n```"
@@ -129,6 +138,10 @@ def defect_text(defect: DefectCapsule) -> str:
             lines.append(f"- ... and {len(tests) - 10} more")
     if defect.suggested_fix:
         lines.append(f"Suggested fix: {_clip(defect.suggested_fix, DEFECT_CHARS // 2)}")
+    lines.append(
+        "The files above are as they were before that attempt. Write the item again, avoiding "
+        "the mistake the defect shows."
+    )
     return "\n".join(lines)
 
 
@@ -163,8 +176,15 @@ def builder_request(
             {"role": "system", "content": BUILDER_SYSTEM},
             {"role": "user", "content": "\n\n".join(sections)},
         ],
-        params={"max_tokens": BUILDER_MAX_TOKENS, "temperature": 0.2, **params},
+        params=_builder_params(params, retry=defect is not None),
     )
+
+
+def _builder_params(params: dict[str, Any], *, retry: bool) -> dict[str, Any]:
+    merged: dict[str, Any] = {"max_tokens": BUILDER_MAX_TOKENS, "temperature": 0.2, **params}
+    if retry:
+        merged["temperature"] = max(float(merged["temperature"]), RETRY_TEMPERATURE)
+    return merged
 
 
 # -- the coherence check -------------------------------------------------------------------------

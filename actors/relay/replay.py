@@ -10,8 +10,14 @@ order, so the first difference reported is the cause, a changed prompt or check,
 the scheduler's stream ending early).
 
 The Builder's and Verifier's configuration is read from the log too: the model and params
-of their first recorded calls, the probes from the recorded probe calls, whether memory
-was consulted from the builder's recorded memory calls.
+each of their calls was recorded with (a fork may continue with other params), the probes
+from the recorded probe calls, whether memory was consulted from the builder's recorded
+memory calls.
+
+A replay that matches also reproduces the workspace: the files folded from the replayed
+scheduler stream must equal those folded from the log (what the live run ended with, and
+mirrored in its git repository); the report says so in a note, or diverges naming the
+files that differ.
 """
 
 from __future__ import annotations
@@ -29,9 +35,9 @@ from actors.relay.recording import (
 )
 from actors.relay.roadmap import RoadmapItem, roadmap_from_reply, roadmap_request
 from actors.relay.run import drive_relay, plan_relay
-from actors.relay.scheduler import SchedulerBehaviour, start_turn_id
+from actors.relay.scheduler import RelayState, SchedulerBehaviour, start_turn_id
 from actors.relay.verifier import PROBE, Verifier
-from actors.relay.workspace import fold_workspace
+from actors.relay.workspace import changes_between, digest, fold_workspace
 from actors.runtime.llm.types import ReplayDivergence
 from actors.runtime.perform import ReplayEffects, ToolDivergence
 from actors.runtime.replay.report import Divergence, ReplayReport, first_difference
@@ -107,7 +113,27 @@ def replay_relay(records: Iterable[Recorded], run_id: str) -> ReplayReport:
             report.divergence = first_difference(stream_id, before, replayed, reason)
     if report.divergence is None and reason:
         report.divergence = Divergence(ss, 0, None, None, reason)
+    if report.divergence is None:
+        _check_workspace(report, ss, original, scratch.read_stream(ss))
     return report
+
+
+def _check_workspace(
+    report: ReplayReport, stream_id: str, original: list[Event], replayed: list[Event]
+) -> None:
+    """The workspace the replay rebuilt against the log's: a note when equal, else a
+    divergence naming the files that differ."""
+    recorded, rebuilt = fold_workspace(original), fold_workspace(replayed)
+    differ = [c["path"] for c in changes_between(recorded, rebuilt)]
+    if differ:
+        shown = ", ".join(differ[:5]) + (", ..." if len(differ) > 5 else "")
+        why = f"the replayed workspace differs from the log's in {len(differ)} file(s): {shown}"
+        report.divergence = Divergence(stream_id, 0, None, None, why)
+        return
+    report.notes.append(
+        f"workspace reproduced: {len(recorded)} file(s) rebuilt from the log, the files the run "
+        f"ended with (sha256 {digest(recorded)[:12]})"
+    )
 
 
 def _first_call(events: list[Event]) -> tuple[str, dict[str, Any]]:
@@ -115,10 +141,45 @@ def _first_call(events: list[Event]) -> tuple[str, dict[str, Any]]:
     return (first.model, dict(first.params)) if first is not None else ("", {})
 
 
+def _calls(events: list[Event]) -> dict[int, tuple[str, dict[str, Any]]]:
+    """call index (the builder turn) -> the model and params the call was recorded with."""
+    return {
+        e.call_index: (e.model, dict(e.params))
+        for e in events
+        if isinstance(e, LlmRequested)
+    }
+
+
+class _ReplayBuilder(Builder):
+    """A Builder whose every turn asks with the model and params its call was recorded with."""
+
+    calls: dict[int, tuple[str, dict[str, Any]]]
+
+    def build(self, state: RelayState, effects: Any) -> Any:
+        self.model, self.params = self.calls.get(
+            state.turn_number, (self.model, self.params)
+        )
+        return super().build(state, effects)
+
+
+class _ReplayVerifier(Verifier):
+    """A Verifier whose every coherence check asks as it was recorded (see _ReplayBuilder)."""
+
+    calls: dict[int, tuple[str, dict[str, Any]]]
+
+    def verify(self, state: RelayState, effects: Any, before: Any = None) -> Any:
+        self.model, self.params = self.calls.get(
+            state.turn_number, (self.model, self.params)
+        )
+        return super().verify(state, effects, before=before)
+
+
 def _builder(recorded: list[Event]) -> Builder:
     model, params = _first_call(recorded)
     remembered = any(isinstance(e, ToolCalled) and e.tool == "memory" for e in recorded)
-    return Builder(model, params, memory=_unavailable if remembered else None)
+    builder = _ReplayBuilder(model, params, memory=_unavailable if remembered else None)
+    builder.calls = _calls(recorded)
+    return builder
 
 
 def _verifier(recorded: list[Event]) -> Verifier:
@@ -126,7 +187,9 @@ def _verifier(recorded: list[Event]) -> Verifier:
     calls = [e for e in recorded if isinstance(e, ToolCalled)]
     probes = {c.tool[len(PROBE) :]: c.args.get("argv", []) for c in calls if c.tool.startswith(PROBE)}
     lint = any(c.tool == "ruff" for c in calls) or not calls
-    return Verifier(model, params, probes=probes, lint=lint)
+    verifier = _ReplayVerifier(model, params, probes=probes, lint=lint)
+    verifier.calls = _calls(recorded)
+    return verifier
 
 
 def _unavailable(

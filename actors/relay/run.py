@@ -6,23 +6,37 @@ Verifier on the folded state, and hands their result back as a command keyed by 
 resumable: a restarted driver loads the scheduler's stream and continues where the log
 ends, and the effects already recorded in the builder's and verifier's streams are served
 from there (actors.relay.recording).
+
+The Builder and the Verifier are anything with their `build` / `verify`: the plain objects
+called in this process with their effects, or proxies of their Ray actors
+(actors.relay.actor), which hold their own effects and are passed None here.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, Protocol
 
-from actors.relay.builder import Builder
 from actors.relay.roadmap import RoadmapItem
-from actors.relay.scheduler import PlanRoadmap, RelayState, next_action
-from actors.relay.verifier import Verifier
+from actors.relay.scheduler import BuilderFinished, PlanRoadmap, RelayState, VerifierFinished, next_action
 from actors.relay.workspace import fold_workspace
 from actors.runtime.shell import ActorShell
 from events.base import Event
 from events.relay import RelayBudget, WorkspaceChanged
 
 PLAN_KEY = "plan"
+
+
+class TurnBuilder(Protocol):
+    """A Builder (actors.relay.builder), or a proxy of one on another actor."""
+
+    def build(self, state: RelayState, effects: Any) -> BuilderFinished: ...
+
+
+class TurnVerifier(Protocol):
+    """A Verifier (actors.relay.verifier), or a proxy of one on another actor."""
+
+    def verify(self, state: RelayState, effects: Any, before: Mapping[str, str] | None = None) -> VerifierFinished: ...
 
 
 def plan_relay(
@@ -57,8 +71,8 @@ def files_before_turn(shell: ActorShell[RelayState]) -> dict[str, str]:
 
 def drive_relay(
     scheduler_shell: ActorShell[RelayState],
-    builder: Builder,
-    verifier: Verifier,
+    builder: TurnBuilder,
+    verifier: TurnVerifier,
     builder_effects: Any,
     verifier_effects: Any,
     on_event: Callable[[Event], None] | None = None,

@@ -1,8 +1,8 @@
 """The Scheduler (seed 004): the relay's single source of truth, as a pure decide/evolve.
 
-The shell (a Ray actor, later) asks `next_action(state)` what to do, runs the Builder or
-the Verifier, and hands their recorded results back as commands; `decide` turns each
-into the relay's events:
+The shell (actors.relay.run's `drive_relay`, served in one process or on the RelayActor)
+asks `next_action(state)` what to do, runs the Builder or the Verifier, and hands their
+recorded results back as commands; `decide` turns each into the relay's events:
 
     PlanRoadmap       RoadmapPlanned, WorkspaceChanged (the files the workspace held
                       already, as turn `start_turn_id`), RelayTurnStarted for roadmap[0]
@@ -101,6 +101,7 @@ class RelayState(State):
     budget: RelayBudget = RelayBudget()
     stop_reason: str | None = None
     files: dict[str, str] = {}  # the workspace: the fold of WorkspaceChanged
+    item_files: dict[str, str] = {}  # the workspace when the current item's first turn began
 
     @property
     def item(self) -> RoadmapItem | None:
@@ -194,6 +195,8 @@ class SchedulerBehaviour(Behaviour[RelayState]):
                     "last_turn_id": event.turn_id,
                     "retry_count": event.retry_count,
                     "current_defect": state.current_defect if event.defect_id else None,
+                    # the files as the item found them: a retry starts over from these
+                    "item_files": state.item_files if event.retry_count else state.files,
                 }
             )
         if isinstance(event, WorkspaceChanged):

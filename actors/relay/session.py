@@ -7,17 +7,27 @@ RunStarted), the roadmap (from the file, or the Orchestrator's one LLM call, rec
 and commits them in the workspace's git repository. `serve_relay` drives the turns to the
 end (actors.relay.run) with the workspace's git tree kept in step with the log, then
 completes the run. A served run that stopped half way resumes from its log.
+
+The turns run on the Builder and the Verifier that `local_turns` makes in this process,
+or on whatever `turns` a caller gives (RelayActor gives proxies of their Ray actors); both
+are made by `relay_builder` / `relay_verifier`, so they record alike. A served Builder
+recalls the top 5 similar past turns of the run's task from TurnMemory (actors.relay.memory),
+caught up from the log before each build. After each checkpoint the run's resubmit hook, if
+it has one, runs and its outcome is recorded (actors.relay.resubmit); a hook a dead
+scheduler left unrun runs when the relay resumes.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
+from actors.relay import resubmit as hooks
 from actors.relay.builder import Builder
 from actors.relay.edits import workspace_snapshot
 from actors.relay.git_workspace import GitWorkspace
+from actors.relay.memory import Embed, TurnRecall
 from actors.relay.recording import (
     RecordedEffects,
     builder_stream,
@@ -31,8 +41,8 @@ from actors.relay.roadmap import (
     roadmap_from_reply,
     roadmap_request,
 )
-from actors.relay.run import drive_relay, git_mirror, plan_relay
-from actors.relay.scheduler import RelayState, SchedulerBehaviour
+from actors.relay.run import TurnBuilder, TurnVerifier, drive_relay, git_mirror, plan_relay
+from actors.relay.scheduler import RelayState, SchedulerBehaviour, next_action
 from actors.relay.verifier import Verifier
 from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.perform import LiveEffects
@@ -41,8 +51,9 @@ from actors.runtime.shell import ActorShell
 from events.base import Event
 from events.effects import LlmCompleted
 from events.errors import ErrorInfo
-from events.relay import RelayBudget
+from events.relay import CheckpointStored, RelayBudget
 from events.runs import Budget
+from events.store import EventStore
 
 KIND = "relay"
 
@@ -61,9 +72,10 @@ def provider_for(client: Any) -> Any:
 
 
 def check_input(
-    goal: str, workspace: str | Path, roadmap: str | Path | None, max_retries: int
+    goal: str, workspace: str | Path, roadmap: str | Path | None, max_retries: int, resubmit: Any = None
 ) -> tuple[Path, Roadmap | None]:
     """ValueError (one line) for a person's bad input; nothing is written here."""
+    hooks.hook_spec(resubmit)
     if not goal.strip():
         raise ValueError("the goal is empty")
     folder = Path(workspace).expanduser()
@@ -84,10 +96,16 @@ def start_relay(
     max_retries: int = 3,
     budget: Budget | None = None,
     llm_params: dict[str, Any] | None = None,
+    resubmit: hooks.Hook | None = None,
 ) -> str:
-    folder, planned = check_input(goal, workspace, roadmap, max_retries)
+    """Record a relay run and its roadmap; `resubmit` is the hook run after each
+    checkpoint: a command (argv list) or a callable `hook(checkpoint, workspace)`."""
+    folder, planned = check_input(goal, workspace, roadmap, max_retries, resubmit)
     files = workspace_snapshot(folder)
     budget = budget or Budget()
+    spec = hooks.hook_spec(resubmit)
+    if callable(resubmit):
+        hooks.local_hooks[run_id] = resubmit
     client.begin_run(
         run_id,
         goal=goal,
@@ -97,6 +115,7 @@ def start_relay(
             "roadmap": str(roadmap) if roadmap is not None else None,
             "max_retries": max_retries,
             "llm_params": dict(llm_params or {}),
+            **({"resubmit": spec} if spec is not None else {}),
         },
         budget=budget,
     )
@@ -143,45 +162,103 @@ def orchestrate(client: Any, run_id: str, goal: str, params: dict[str, Any]) -> 
     return roadmap_from_reply(goal, outcome.parsed if outcome.parsed is not None else outcome.content)
 
 
-def serve_relay(client: Any, run_id: str, on_event: Callable[[Event], None] | None = None) -> RelayState:
-    """Drive the relay to its end and complete the run; resumes a run cut short."""
+class Turns(NamedTuple):
+    """Who does a relay's turns: `drive_relay`'s builder and verifier with their effects
+    (None for proxies of Ray actors, which record their own)."""
+
+    builder: TurnBuilder
+    verifier: TurnVerifier
+    builder_effects: Any = None
+    verifier_effects: Any = None
+
+
+TurnsFactory = Callable[[str, dict[str, Any]], Turns]  # (task id, llm params) -> Turns
+
+
+def relay_builder(
+    store: EventStore,
+    settings: Any,
+    provider: Any,
+    run_id: str,
+    task_id: str,
+    params: dict[str, Any],
+    embed: Embed | None = None,
+) -> tuple[Builder, RecordedEffects]:
+    """A served Builder, its memory the run's TurnMemory, and its recorded effects."""
+    recall = TurnRecall.from_settings(settings, store, task_id, embed)
+    builder = Builder(settings.llm_model, params, memory=recall)
+    gateway = LlmGateway(provider)
+    return builder, RecordedEffects(store, builder_stream(run_id), run_id, LiveEffects(gateway, builder.invoker()))
+
+
+def relay_verifier(
+    store: EventStore, settings: Any, provider: Any, run_id: str, params: dict[str, Any]
+) -> tuple[Verifier, RecordedEffects]:
+    verifier = Verifier(settings.llm_model, params)
+    gateway = LlmGateway(provider)
+    return verifier, RecordedEffects(store, verifier_stream(run_id), run_id, LiveEffects(gateway, verifier.invoker()))
+
+
+def local_turns(client: Any, run_id: str, embed: Embed | None = None) -> TurnsFactory:
+    """The Builder and the Verifier in this process."""
+
+    def make(task_id: str, params: dict[str, Any]) -> Turns:
+        provider = provider_for(client)
+        builder, builder_effects = relay_builder(
+            client.store, client.settings, provider, run_id, task_id, params, embed
+        )
+        verifier, verifier_effects = relay_verifier(client.store, client.settings, provider, run_id, params)
+        return Turns(builder, verifier, builder_effects, verifier_effects)
+
+    return make
+
+
+def serve_relay(
+    client: Any,
+    run_id: str,
+    on_event: Callable[[Event], None] | None = None,
+    *,
+    turns: TurnsFactory | None = None,
+    embed: Embed | None = None,
+) -> RelayState:
+    """Drive the relay to its end and complete the run; resumes a run cut short. `turns`
+    makes who does the turns (default: `local_turns`, with `embed` for the memory)."""
     run = client.run_state(run_id)
     if run.agent != KIND:
         raise ValueError(f"run {run_id} is not a relay (it is {run.agent or 'react'})")
-    store, model = client.store, client.settings.llm_model
+    store = client.store
     params = dict(run.params.get("llm_params", {}))
     shell = ActorShell(SchedulerBehaviour(), scheduler_stream(run_id), store, run_id=run_id).load()
-    git = GitWorkspace(run.params["workspace"]).init()
+    folder = Path(run.params["workspace"])
+    git = GitWorkspace(folder).init()
     git.sync(shell.state.files)  # a resumed run's tree is the log's
-    gateway = LlmGateway(provider_for(client))
-    builder, verifier = Builder(model, params), Verifier(model, params)
     mirror = git_mirror(git)
+    hook = hooks.resolve(run.params.get("resubmit"), run_id)
+
+    def resubmitted(checkpoint: CheckpointStored) -> None:
+        if hook is None:
+            return
+        done = hooks.resubmit(store, run_id, checkpoint, hook, folder)
+        if done is not None and on_event is not None:
+            on_event(done)
 
     def seen(e: Event) -> None:
         mirror(e)
         if on_event is not None:
             on_event(e)
+        if isinstance(e, CheckpointStored):  # committed by the mirror: the hook sees the checkpoint
+            resubmitted(e)
 
     lifecycle = ActorShell(RunLifecycle(), run_stream(run_id), store, run_id=run_id).load()
     try:
-        state = drive_relay(
-            shell,
-            builder,
-            verifier,
-            RecordedEffects(
-                store,
-                builder_stream(run_id),
-                run_id,
-                LiveEffects(gateway, builder.invoker()),
-            ),
-            RecordedEffects(
-                store,
-                verifier_stream(run_id),
-                run_id,
-                LiveEffects(gateway, verifier.invoker()),
-            ),
-            on_event=seen,
-        )
+        if hook is not None:  # a scheduler that died between a checkpoint and its hook
+            stored = [e for e in store.read_stream(scheduler_stream(run_id)) if isinstance(e, CheckpointStored)]
+            for checkpoint in hooks.pending(store, run_id, stored):
+                resubmitted(checkpoint)
+        state = shell.state
+        if next_action(state) is not None:  # else the relay ended already: no one to start
+            workers = (turns or local_turns(client, run_id, embed))(state.task_id or run_id, params)
+            state = drive_relay(shell, *workers, on_event=seen)
     except Exception as e:  # the run ends failed, with why; its turns so far stay in the log
         error = ErrorInfo(type="runtime_error", reason=type(e).__name__, message=str(e)[:500])
         lifecycle.handle(Fail(key="finish", error=error))

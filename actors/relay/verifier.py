@@ -10,7 +10,10 @@ the change meet the item's acceptance criteria?), recorded the same way, then th
 verdict (actors.relay.verdict).
 
 A model call that fails leaves the coherence answer unreadable, which never passes a turn:
-the verdict is RETRY at worst, and the builder tries again.
+the verdict is RETRY at worst, and the builder tries again. The coherence check is asked
+on every turn (`coherence="always"`, the default), only when the other checks passed
+(`"when-checks-pass"`: a failed check fails the turn anyway, and the call's tokens are
+saved), or never (`"off"`).
 """
 
 from __future__ import annotations
@@ -19,19 +22,21 @@ import json
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from actors.relay import checks
 from actors.relay.prompts import coherence_request, read_coherence
 from actors.relay.sandbox import SandboxPolicy
 from actors.relay.scheduler import RelayState, VerifierFinished, verifier_turn_id
-from actors.relay.verdict import decide_verdict
+from actors.relay.verdict import Coherence, decide_verdict
 from actors.relay.workspace import diff_text
 from actors.runtime.perform import ToolInvoker
 from events.effects import LlmCompleted, LlmFailed, ToolReturned
 from events.relay import VerifierCheck
 
 PROBE = "probe:"  # a probe's tool name is "probe:<name>"
+CoherenceMode = Literal["always", "when-checks-pass", "off"]
+COHERENCE_MODES: tuple[str, ...] = ("always", "when-checks-pass", "off")
 
 
 class Verifier:
@@ -43,12 +48,16 @@ class Verifier:
         probes: Mapping[str, Sequence[str]] | None = None,
         policy: SandboxPolicy | None = None,
         lint: bool = True,
+        coherence: CoherenceMode = "always",
     ) -> None:
+        if coherence not in COHERENCE_MODES:
+            raise ValueError(f"coherence must be one of {', '.join(COHERENCE_MODES)}, not {coherence!r}")
         self.model = model
         self.params = dict(params or {})
         self.probes = {name: list(argv) for name, argv in (probes or {}).items()}
         self.policy = policy or SandboxPolicy()
         self.lint = lint
+        self.coherence = coherence
         self._root: Path | None = None  # the scratch workspace of the turn being verified
 
     def invoker(self) -> ToolInvoker:
@@ -88,17 +97,7 @@ class Verifier:
                 self._root = None
         found = [c for c, _ in results]
         failing = [t for _, ts in results for t in ts]
-        baton = state.batons[-1] if state.batons else ""
-        diff = diff_text(dict(before or {}), state.files)
-        request = coherence_request(item, baton, diff, self.model, self.params)
-        outcome = effects.llm(request, state.turn_number)[-1]
-        tokens = 0
-        if isinstance(outcome, LlmCompleted):
-            coherence = read_coherence(outcome.parsed if outcome.parsed is not None else outcome.content)
-            tokens = outcome.prompt_tokens + outcome.completion_tokens
-        else:
-            why = outcome.error.message if isinstance(outcome, LlmFailed) else "no answer"
-            coherence = (False, f"the coherence check's model call failed: {why}", [])
+        coherence, tokens = self._coherence(state, found, before, effects)
         status, report, capsule = decide_verdict(found, coherence, failing, defect_id=f"{turn}:defect")
         return VerifierFinished(
             key=f"verified:{state.turn_number}",
@@ -110,6 +109,24 @@ class Verifier:
             defect_capsule=capsule,
             tokens=tokens,
         )
+
+    def _coherence(
+        self, state: RelayState, found: list[VerifierCheck], before: Mapping[str, str] | None, effects: Any
+    ) -> tuple[Coherence | None, int]:
+        """The LLM coherence answer and its tokens; (None, 0) when this verifier does not ask
+        (mode "off", or "when-checks-pass" after a check failed: the turn fails anyway)."""
+        if self.coherence == "off" or (self.coherence == "when-checks-pass" and not all(c.passed for c in found)):
+            return None, 0
+        assert state.item is not None
+        baton = state.batons[-1] if state.batons else ""
+        diff = diff_text(dict(before or {}), state.files)
+        request = coherence_request(state.item, baton, diff, self.model, self.params)
+        outcome = effects.llm(request, state.turn_number)[-1]
+        if isinstance(outcome, LlmCompleted):
+            answer = read_coherence(outcome.parsed if outcome.parsed is not None else outcome.content)
+            return answer, outcome.prompt_tokens + outcome.completion_tokens
+        why = outcome.error.message if isinstance(outcome, LlmFailed) else "no answer"
+        return (False, f"the coherence check's model call failed: {why}", []), 0
 
     def _check(self, name: str, turn: str, effects: Any) -> tuple[VerifierCheck, list[str]]:
         args: dict[str, Any] = {"turn_id": turn}

@@ -1,9 +1,10 @@
 """The relay's workspace as a fold of the log: pure functions over `WorkspaceChanged`.
 
 Every builder edit is recorded as whole file texts, so the files at any turn are rebuilt
-from events alone: `chorus replay` needs no repository, `chorus fork --at TURN` starts
-from `workspace_at`, and `chorus diff` compares two branches with `diff_text`. The git
-repository a live run keeps (`actors.relay.git_workspace`) is a mirror of this fold,
+from events alone: `chorus replay` needs no repository (and checks the fold it replays
+against the log's), `chorus fork --at TURN` starts from the fold of the history it copies
+(`workspace_at` that turn), and `chorus diff` compares two branches with `diff_text`. The
+git repository a live run keeps (`actors.relay.git_workspace`) is a mirror of this fold,
 never its source.
 
 A workspace is a plain `dict[str, str]`: relative POSIX path -> text.

@@ -6,8 +6,8 @@ runtime asks the kind, never the name, for everything that differs between workl
 - how to start a run (`submit`: record it and spawn its lead actor) and fork one (`fork`);
 - which behaviour owns which of its streams (`behaviour`), for `chorus state`, snapshots
   and replay;
-- how to re-execute it from its log (`replay`) and which stream leads it (`lead_events`,
-  what `chorus diff` compares);
+- how to re-execute it from its log (`replay`), which stream leads it (`lead_events`,
+  what `chorus diff` compares) and what else two of its runs differ in (`diff_lines`);
 - how its events read as progress lines (`describe`) and its answer as text (`present`);
 - its verbs on the `chorus` command (`add_commands`) and on `Client` (`client_methods`).
 
@@ -42,6 +42,9 @@ class RunKind:
     # False for runs that wait for their user between steps (a simulation session): the
     # CLI prints the id of one it submitted or forked instead of following it to an end.
     live: ClassVar[bool] = True
+    # What `fork RUN --at N` counts, for the CLI's words: a global log position unless the
+    # kind's `fork` says otherwise (a relay: its builder turns).
+    fork_unit: ClassVar[str] = "position"
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -67,6 +70,18 @@ class RunKind:
         ValueError if the run has none."""
         raise ValueError(f"run {run_id} has no lead stream")
 
+    def diff_lines(
+        self,
+        run_a: str,
+        records_a: list[Recorded],
+        run_b: str,
+        records_b: list[Recorded],
+    ) -> list[str]:
+        """Lines `chorus diff` prints after comparing two runs of this kind event by event,
+        for what the kind keeps beyond its lead stream (a relay: its branches' code). None
+        by default."""
+        return []
+
     def replay(self, records: list[Recorded], run_id: str) -> ReplayReport:
         """Re-execute the run against its own recording (see `actors.runtime.replay`)."""
         raise NotImplementedError
@@ -88,3 +103,7 @@ class RunKind:
 
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         """Add this kind's verbs to the `chorus` command (each sets `func`)."""
+
+    def add_eval_commands(self, evals: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
+        """Add this kind's measurements under `chorus eval` (`chorus eval retrieval`,
+        `chorus eval relay`; each sets `func`)."""

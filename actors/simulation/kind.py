@@ -77,6 +77,7 @@ class SimulationRun(RunKind):
     lead = "director"
     noun = "a simulation session"
     lead_label = "directors"
+    fork_unit = "cycle"
     live = False  # a session waits between steps: submitting or forking one returns its id
     tallies: ClassVar[dict[str, str]] = {
         "CycleCommitted": "committed cycles", "CycleRolledBack": "rolled-back cycles", "StimulusQueued": "stimuli",

@@ -129,6 +129,11 @@ def test_the_defect_capsule_reaches_the_next_builder_prompt(store):
     assert "FAILED verification" not in first
     assert "Your last attempt FAILED verification" in retry
     assert "test_add.py::test_add" in retry
+    # a retry starts over from the files the item found (none), not from the failed attempt
+    assert "return a - b" not in retry and "Current files: none yet" in retry
+    # a retry is sampled warmer than the turn it repairs, and replay checks what was asked
+    assert requests[0].params["temperature"] == 0.2
+    assert requests[1].params["temperature"] == prompts.RETRY_TEMPERATURE
 
 
 def test_escalation_after_max_retries_and_the_relay_moves_on(store):
@@ -251,3 +256,33 @@ def test_a_driver_that_died_after_the_builders_call_uses_the_recorded_reply(stor
     )  # fmt: skip
     assert (first.calls, bp.calls) == (1, 0) and state.status == "done" and state.passed == 1
     assert len(of_type(store, builder_stream("r9"), LlmRequested)) == 1
+
+
+def test_a_real_run_fills_the_four_relay_views_and_a_rebuild_gives_the_same_rows(store):
+    """seed 004's agent_turns, checkpoints, defects and escalations, from a relay whose first
+    item escalates after failing twice and whose second passes."""
+    from projections import ProjectionRunner, RelayCheckpoints, RelayCheckpointsProjection
+
+    def builder(request):
+        return MUL + RIGHT if "mul(a, b)" in request.messages[-1]["content"].split("\n")[0] else WRONG_1
+
+    state, _, _ = run_relay(store, "views", builder, [ADD, MULT], max_retries=1)
+    runner = ProjectionRunner(store, [RelayCheckpointsProjection()], batch_size=3)
+    runner.run_once()
+    tables = RelayCheckpointsProjection.tables
+    rows = runner.views.dump(tables)
+    relay = RelayCheckpoints(runner.views)
+    task = state.task_id
+    turns = relay.turns(task)
+    verdicts = [e for e in store.read_stream(scheduler_stream("views")) if isinstance(e, TurnVerified)]
+    assert len(turns) == 2 * len(verdicts) == 6  # a builder and a verifier row per turn
+    builds = [t for t in turns if t.agent_role == "builder"]
+    assert [(t.turn_number, t.status) for t in builds] == [(1, "failed"), (2, "failed"), (3, "passed")]
+    [checkpoint] = relay.checkpoints(task)
+    assert checkpoint.checkpoint_id == of_type(store, scheduler_stream("views"), CheckpointStored)[0].checkpoint_id
+    defects = relay.defects(task)
+    assert len(defects) == 2 and {(d.defect_type, d.resolved) for d in defects} == {("test", False)}
+    [escalation] = relay.escalations(task)
+    assert escalation.escalation_id == of_type(store, scheduler_stream("views"), EscalationRaised)[0].escalation_id
+    runner.rebuild("relay")
+    assert runner.views.dump(tables) == rows

@@ -1,5 +1,5 @@
 """The relay checkpoints view (seed 004's agent_turns, checkpoints, defects and escalations)
-over relay event sequences built here, since the relay workload comes later; its queries;
+over relay event sequences built here (tests/integration/test_relay_run.py fills it from a real run); its queries;
 and rebuild-from-zero equal to incremental processing, on memory, SQLite and PostgreSQL."""
 
 from __future__ import annotations

@@ -354,3 +354,16 @@ def provider_from_settings(settings: Any, base_url: str | None = None) -> OpenAI
         max_retries=settings.llm_max_retries,
         structured=structured,
     )
+
+
+def provider_and_server(settings: Any) -> tuple[LlmProvider, Any]:
+    """The configured endpoint for a command that talks to the model directly (`chorus eval`):
+    the provider, and the embedded llama.cpp server started for it (None when the endpoint is
+    the user's own). The caller stops the server when done."""
+    from actors.runtime.llm.local_server import LocalLlamaServer  # lazily: starts a process
+
+    if not settings.uses_embedded_llm:
+        return provider_from_settings(settings), None
+    server = LocalLlamaServer(settings)
+    server.start()
+    return provider_from_settings(settings, base_url=server.base_url), server

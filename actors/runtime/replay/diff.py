@@ -1,4 +1,10 @@
-"""Where two runs of one kind part (`chorus diff`): their lead streams, event by event."""
+"""Where two runs of one kind part (`chorus diff`): their lead streams, event by event,
+then what the kind adds (`RunKind.diff_lines`: a relay's two branches' code).
+
+Two events are the same fact when their payloads are equal once each run's own id is set
+aside: a fork re-addresses the ids it derives from its run (a relay's turn ids), and the
+history it copied is still the history it shares.
+"""
 
 from __future__ import annotations
 
@@ -28,6 +34,8 @@ class RunDiff:
     lead_label: str = "lead actors"
     kind: str = "actor"  # what led both runs ("agent", "workflow")
     tallies: dict[str, str] = field(default_factory=dict)
+    # the kind's own lines (RunKind.diff_lines)
+    details: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         out = [f"{self.run_a} and {self.run_b}: the {self.lead_label} share their first {self.shared} events"]
@@ -38,7 +46,7 @@ class RunDiff:
             out.append(f"  {self.run_b}: {_show(self.first_b)}")
         out.append(f"  {self.run_a}: {self._tally(self.counts_a)}; {self.end_a}")
         out.append(f"  {self.run_b}: {self._tally(self.counts_b)}; {self.end_b}")
-        return out
+        return out + self.details
 
     def _tally(self, counts: Counter[str]) -> str:
         parts = [f"{counts.get(k, 0)} {name}" for k, name in self.tallies.items()]
@@ -48,12 +56,12 @@ class RunDiff:
 def diff_runs(store: EventStore, run_a: str, run_b: str) -> RunDiff:
     """Where two runs of one kind part: the leading events their lead streams share, the
     first that differs on each side, and what each did in all."""
-    kinds, streams = [], []
+    kinds, streams, records = [], [], []
     for run_id in (run_a, run_b):
-        records = run_records(store, run_id)
-        kind = run_kind_of(store, run_id, records)
+        records.append(run_records(store, run_id))
+        kind = run_kind_of(store, run_id, records[-1])
         kinds.append(kind)
-        streams.append(kind.lead_events(records, run_id))
+        streams.append(kind.lead_events(records[-1], run_id))
     if kinds[0].lead != kinds[1].lead:
         raise ValueError(
             f"run {run_a} is {kinds[0].noun} run and run {run_b} {kinds[1].noun} run; diff compares runs of one kind"
@@ -61,7 +69,7 @@ def diff_runs(store: EventStore, run_a: str, run_b: str) -> RunDiff:
     a, b = streams
     shared = 0
     for x, y in zip(a, b, strict=False):
-        if x.type_name != y.type_name or _fact(x) != _fact(y):
+        if x.type_name != y.type_name or _fact(x, run_a) != _fact(y, run_b):
             break
         shared += 1
     return RunDiff(
@@ -77,13 +85,29 @@ def diff_runs(store: EventStore, run_a: str, run_b: str) -> RunDiff:
         kinds[0].lead_label,
         kinds[0].lead,
         dict(kinds[0].tallies),
+        kinds[0].diff_lines(run_a, records[0], run_b, records[1])
+        if kinds[0].name == kinds[1].name
+        else [],
     )
 
 
-def _fact(e: Event) -> dict[str, Any]:
+def _fact(e: Event, run_id: str | None = None) -> dict[str, Any]:
     payload = e.payload()
     payload.pop("latency_s", None)  # how long a call took is not what it decided
-    return payload
+    return payload if run_id is None else _own_ids(payload, run_id)
+
+
+def _own_ids(value: Any, run_id: str) -> Any:
+    """`value` with the run's own id (alone, or leading `id:...`) set aside as `<run>`."""
+    if isinstance(value, str):
+        if value == run_id or value.startswith(run_id + ":"):
+            return "<run>" + value[len(run_id) :]
+        return value
+    if isinstance(value, dict):
+        return {k: _own_ids(v, run_id) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_own_ids(v, run_id) for v in value]
+    return value
 
 
 def _end(store: EventStore, run_id: str) -> str:

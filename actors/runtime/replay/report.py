@@ -40,6 +40,8 @@ class ReplayReport:
     original_s: float = 0.0
     replay_s: float = 0.0
     divergence: Divergence | None = None
+    # what else the kind's replay checked, as lines `chorus replay` prints (a relay: its workspace)
+    notes: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:

@@ -124,8 +124,7 @@ def test_ruff_that_is_not_installed_is_reported_as_not_run(tmp_path):
 
 def test_ruff_finds_an_undefined_name():
     ruff = find_tool("ruff")
-    if ruff is None:
-        pytest.skip("ruff is not installed")
+    assert ruff is not None, "ruff is a dependency of Chorus (pyproject.toml): it must be next to Python"
     root = Path(__import__("tempfile").mkdtemp(prefix="chorus-ruff-ws-"))
     workspace(root, {"good.py": "def f():\n    return 1\n", "pkg/bad.py": "def g():\n    return missing_name\n"})
     check, issues = run_ruff(root, POLICY, executable=ruff)

@@ -13,11 +13,12 @@ import pytest
 from actors.relay.edits import (
     FileEdit,
     apply_edits,
-    apply_unified_diff,
     parse_edits,
     snapshot_diff,
+    target_file,
     workspace_snapshot,
 )
+from actors.relay.patch import apply_unified_diff
 
 REPLY = '''\
 I added the add function and a test for it. The subtract helper now returns the right sign.
@@ -256,12 +257,38 @@ def test_a_failing_hunk_leaves_the_workspace_untouched(tmp_path: Path) -> None:
     assert workspace_snapshot(root) == before
 
 
-def test_diffs_and_deletes_of_missing_files_are_refused(tmp_path: Path) -> None:
+def test_a_diff_that_removes_lines_of_a_missing_file_and_its_delete_are_refused(tmp_path: Path) -> None:
     root = _workspace(tmp_path)
+    before = workspace_snapshot(root)
     with pytest.raises(ValueError, match="does not exist"):
         apply_edits(root, [FileEdit(path="nope.py", kind="diff", content="@@ @@\n-a\n+b\n")])
     with pytest.raises(ValueError, match="no such file"):
         apply_edits(root, [FileEdit(path="nope.py", kind="delete")])
+    assert workspace_snapshot(root) == before
+
+
+def test_a_diff_for_a_file_that_does_not_exist_yet_creates_it_with_its_new_side(tmp_path: Path) -> None:
+    """A small model writes a new file as a diff against nothing: its context and added
+    lines are the file."""
+    root = _workspace(tmp_path)
+    diff = "--- a/new.py\n+++ b/new.py\n@@ -1,2 +1,3 @@\n def f():\n+    x = 1\n     return x\n"
+    assert apply_edits(root, [FileEdit(path="new.py", kind="diff", content=diff)]) == ["new.py"]
+    assert (root / "new.py").read_text() == "def f():\n    x = 1\n    return x\n"
+
+
+@pytest.mark.parametrize(
+    ("texts", "files", "want"),
+    [
+        (["Complete f in solution.py", "keep test_solution.py passing"], {}, "solution.py"),
+        (["Write add in `src/calc.py`, version 1.2"], {"a.py": ""}, "src/calc.py"),
+        (["Write add in calc.py and mul in ops.py"], {}, None),  # two files: no guess
+        (["Make the tests pass"], {"app.py": "", "test_app.py": "", "README.md": ""}, "app.py"),
+        (["Make the tests pass"], {"a.py": "", "b.py": ""}, None),
+        (["Add tests in tests/test_x.py"], {"x.py": ""}, "x.py"),
+    ],
+)
+def test_the_one_file_an_item_is_about(texts, files, want) -> None:
+    assert target_file(texts, files) == want
 
 
 def test_snapshot_skips_binary_caches_and_links(tmp_path: Path) -> None:
@@ -272,3 +299,18 @@ def test_snapshot_skips_binary_caches_and_links(tmp_path: Path) -> None:
     (root / "__pycache__" / "x.txt").write_text("cached")
     os.symlink(root / "src" / "ops.py", root / "alias.py")
     assert sorted(workspace_snapshot(root)) == ["src/ops.py"]
+
+
+def test_a_small_models_numbered_steps_and_plural_label_still_read() -> None:
+    """Seen on the local 1.5B model: the fence after a step number, and `Files:`."""
+    numbered = "1. I wrote f.\n2. ```python\ndef f():\n    return 1\n```\nVerification hints: run it\n"
+    assert parse_edits(numbered, default_path="solution.py") == [
+        FileEdit(path="solution.py", kind="write", content="def f():\n    return 1\n")
+    ]
+    labelled = "I wrote f.\nFiles: solution.py\n```python\ndef f():\n    return 2\n```\n"
+    assert parse_edits(labelled) == [FileEdit(path="solution.py", kind="write", content="def f():\n    return 2\n")]
+
+
+def test_unlabelled_code_in_the_files_language_wins_over_longer_text() -> None:
+    reply = "```python\nx = 1\n```\n\n```\nsome longer prose the model fenced for no reason at all\n```\n"
+    assert parse_edits(reply, default_path="a.py")[0].content == "x = 1\n"

@@ -17,6 +17,7 @@ from actors.relay.prompts import (
     MAX_CONTEXT_TURNS,
     builder_request,
     coherence_request,
+    files_text,
     read_coherence,
 )
 from actors.relay.roadmap import RoadmapItem
@@ -145,3 +146,10 @@ def test_read_coherence_garbage_never_passes(garbage) -> None:
     assert meets is False
     assert reason.startswith("unreadable coherence verdict")
     assert unmet == []
+
+
+def test_hidden_files_are_shown_by_name_only() -> None:
+    text = files_text({"app.py": "x = 1\n", ".ruff.toml": "lint.select = ['F']\n", ".github/ci.yml": "on: push\n"})
+    assert "File: app.py" in text and "x = 1" in text
+    assert "lint.select" not in text and "on: push" not in text
+    assert "Other files (not shown): .github/ci.yml, .ruff.toml" in text

@@ -1,0 +1,78 @@
+"""A two-item relay end to end on the embedded defaults: a SQLite file, a git workspace, the
+real verifier (ruff and pytest in the sandbox) and the real llama.cpp server with
+Qwen2.5-Coder-1.5B. At most two builder turns per item (a few minutes on 2 cores). The run
+then replays with no model and no checks run, and the workspace's git tree is the fold of
+its log. What the model achieves is not asserted here (the 1.5B model writes the module and
+mostly skips the test file the criteria name, so its items escalate); that is measured on
+HumanEval by `chorus eval relay` (BENCHMARKS.md). A recorded run of this kind is kept as the fixture
+`tests/fixtures/runs/local_model_relay_two_items.jsonl`, which CI replays."""
+
+from __future__ import annotations
+
+import pytest
+
+from actors import Client
+from actors.relay.edits import workspace_snapshot
+from actors.relay.git_workspace import GitWorkspace
+from actors.relay.recording import builder_stream, scheduler_stream, verifier_stream
+from actors.relay.scheduler import SchedulerBehaviour
+from actors.runtime.replay import replay_run
+from actors.runtime.settings import Settings
+from actors.runtime.shell import ActorShell
+from events.effects import LlmCompleted
+from events.relay import BatonPassed, EscalationRaised, TurnVerified, WorkspaceChanged
+
+pytestmark = [pytest.mark.llm]
+
+ROADMAP = """\
+items:
+  - title: Write slugify(text) in text_tools.py
+    details: Lowercase the text, turn each run of characters that are not letters or digits into one "-", and strip "-" from both ends.
+    acceptance:
+      - slugify("Hello, World!") == "hello-world"
+      - test_text_tools.py has a pytest test of slugify
+  - title: Add word_count(text) to text_tools.py
+    details: The number of words separated by whitespace. Keep slugify as it is.
+    acceptance:
+      - word_count("a b  c") == 3 and word_count("") == 0
+      - test_text_tools.py also tests word_count
+"""
+
+
+def test_a_two_item_relay_on_the_local_model_replays_and_its_tree_is_its_log(tmp_path):
+    (tmp_path / "ws").mkdir()
+    (tmp_path / "roadmap.yaml").write_text(ROADMAP)
+    settings = Settings.from_env(store_url=f"sqlite:///{tmp_path / 'chorus.db'}")
+    with Client(settings=settings, start_ray=False) as chorus:
+        handle = chorus.submit(
+            "a small text toolkit",
+            agent="relay",
+            workspace=str(tmp_path / "ws"),
+            roadmap=str(tmp_path / "roadmap.yaml"),
+            max_retries=1,
+            llm_params={"temperature": 0.0, "seed": 0},
+        )
+        result = handle.wait(timeout=1500)
+        run_id = handle.run_id
+        state = ActorShell(SchedulerBehaviour(), scheduler_stream(run_id), chorus.store).load().state
+        events = [r.event for r in chorus.store.read_all(run_id=run_id)]
+        builder_calls = [e for e in chorus.store.read_stream(builder_stream(run_id)) if isinstance(e, LlmCompleted)]
+        checks = [e for e in chorus.store.read_stream(verifier_stream(run_id)) if type(e).__name__ == "ToolReturned"]
+        report = replay_run(chorus.store, run_id)
+    assert result.status == "completed", result
+    assert state.status == "done" and state.passed + state.escalated == 2
+    batons = [e for e in events if isinstance(e, BatonPassed)]
+    verdicts = [e for e in events if isinstance(e, TurnVerified)]
+    assert 2 <= len(batons) <= 4 and len(verdicts) == len(batons) == len(builder_calls)
+    assert len(checks) >= 2 * len(verdicts)  # ruff and pytest ran on every turn
+    # the model wrote the module the roadmap names (a reply with no file edits changes nothing)
+    written = [c["content"] for e in events if isinstance(e, WorkspaceChanged) for c in e.changes]
+    assert any("def slugify" in (text or "") for text in written)
+    # an item the verifier never passed is escalated to a human, with the run going on
+    escalations = [e for e in events if isinstance(e, EscalationRaised)]
+    assert len(escalations) == state.escalated and state.item_status.count("passed") == state.passed
+    assert workspace_snapshot(tmp_path / "ws") == state.files  # the git working tree mirrors the log
+    if verdicts[-1].status == "PASSED":  # and the last checkpoint's commit holds it
+        assert GitWorkspace(tmp_path / "ws").tree_files() == state.files
+    assert report.ok, report.divergence and report.divergence.describe()
+    assert report.llm_calls >= len(batons)

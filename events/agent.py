@@ -30,6 +30,9 @@ class AgentStarted(Event):
     model: str
     params: dict[str, Any] = {}
     budget: Budget = Budget()
+    # Answers must quote a line the tools showed, and pass the verify step (actors/agent/evidence.py).
+    # False for runs recorded before grounding existed, so they replay as they ran.
+    grounded: bool = False
 
 
 @event_type("StepDecided")

@@ -33,6 +33,7 @@ class ResearchRequested(Event):
     model: str = ""
     params: dict[str, Any] = {}
     budget: Budget = Budget()
+    grounded: bool = False  # the loop's answers quote their line (False: recorded before that existed)
 
 
 @event_type("IndexingStarted")

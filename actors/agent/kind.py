@@ -12,6 +12,7 @@ import argparse
 from pathlib import Path
 from typing import Any, ClassVar
 
+import actors.tools.definitions  # noqa: F401  (registers find_definition)
 import actors.tools.files  # noqa: F401  (registers the file tools the ReAct agent uses)
 from actors.agent.actor import AgentActor, agent_stream
 from actors.agent.policy import unwrap_answer
@@ -63,6 +64,7 @@ class AgentRunKind(RunKind):
         repo: str | None = None,
         max_iterations: int = 10,
         llm_params: dict[str, Any] | None = None,
+        grounded: bool | None = None,
     ) -> RunHandle:
         if max_iterations < 1:
             raise ValueError(f"max_iterations must be at least 1, not {max_iterations}")
@@ -89,7 +91,9 @@ class AgentRunKind(RunKind):
             },
             budget=budget,
         )
-        extra = {"repo": repo} if repo else {}
+        extra: dict[str, Any] = {"repo": repo} if repo else {}
+        if grounded is not None:
+            extra["grounded"] = grounded
         start = agent_cls.make_start(
             goal=goal,
             root=str(root_path),

@@ -134,7 +134,8 @@ def _from_object(
         if tool_key is not None:  # {"read_file": {"path": ...}}
             action_key, action, args_key, args = tool_key, exact[_norm(tool_key)], tool_key, data[tool_key]
         elif answer_key is not None:  # {"thought": ..., "answer": ...}
-            return _answer_step(thought, {"answer": answer}, names, primaries, raw)
+            evidence = {k: data[k] for k in EVIDENCE_KEYS if k in data}
+            return _answer_step(thought, {"answer": answer, **evidence}, names, primaries, raw)
         else:  # {"query": "x"} or {"args": {"path": ...}}: the arguments say which tool
             keys = set(_lower_keys(args)) if isinstance(args, Mapping) else set(data)
             keys = {ARG_ALIASES.get(k, k) for k in keys}
@@ -165,6 +166,7 @@ def _from_object(
             _, top = _first(extra, _ANSWER_KEYS)
             if top is not None:
                 args = {"answer": top}
+        args = {**{k: extra[k] for k in EVIDENCE_KEYS if k in extra}, **args}
         return _answer_step(thought, args, names, primaries, raw)
     extra = {k: v for k, v in extra.items() if k not in _ANSWER_KEYS}
     if not args:  # {"action": "search_files", "query": "x"}
@@ -205,7 +207,13 @@ def _answer_step(
             primaries,
             raw,
         )
-    return AgentStep(thought=thought, action=ANSWER, args={"answer": text})
+    data = _lower_keys(args)
+    kept = {k: data[k] for k in EVIDENCE_KEYS if data.get(k) not in (None, "", [], {})}
+    return AgentStep(thought=thought, action=ANSWER, args={"answer": text, **kept})
+
+
+# What a grounded answer carries besides its text (actors/agent/evidence.py reads them).
+EVIDENCE_KEYS = ("source", "quote")
 
 
 def _answer_text(args: Mapping[str, Any]) -> str:

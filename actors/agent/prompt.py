@@ -21,7 +21,7 @@ from actors.agent.policy import summarize_step
 ANSWER = "answer"
 
 # The argument a bare string or a positional argument stands for.
-PRIMARY_ARGS: dict[str, str] = {"search_files": "query", "read_file": "path", ANSWER: "answer"}
+PRIMARY_ARGS: dict[str, str] = {"search_files": "query", "read_file": "path", "find_definition": "name", ANSWER: "answer"}
 
 
 class AgentStep(BaseModel):
@@ -130,6 +130,36 @@ EXAMPLE_STEPS: list[tuple[str, str, dict[str, Any], str]] = [
 ]
 
 
+# The grounded agent's example: the definition found by name, the answer quoting its line.
+EXAMPLE_FIND = {"name": "load_settings"}
+EXAMPLE_FIND_OBSERVATION = """function load_settings is defined in config.py line 6.
+config.py, lines 6-10 of 10:
+ 6: def load_settings(path):
+ 7:     \"\"\"Read the settings file at path.\"\"\"
+ 8:     with open(path) as f:
+ 9:         data = json.load(f)
+10:     return {**DEFAULTS, **data}"""
+GROUNDED_EXAMPLE_STEPS: list[tuple[str, str, dict[str, Any], str]] = [
+    EXAMPLE_STEPS[0],
+    (
+        "config.py line 6 defines load_settings; show its definition.",
+        "find_definition",
+        EXAMPLE_FIND,
+        EXAMPLE_FIND_OBSERVATION,
+    ),
+    (
+        "Line 10 shows it.",
+        ANSWER,
+        {
+            "answer": "load_settings in config.py returns the JSON settings file's values laid over DEFAULTS.",
+            "source": "config.py:10",
+            "quote": "return {**DEFAULTS, **data}",
+        },
+        "",
+    ),
+]
+
+
 def step_json(thought: str, action: str, args: Mapping[str, Any]) -> str:
     return json.dumps({"thought": thought, "action": action, "args": dict(args)}, ensure_ascii=False)
 
@@ -154,13 +184,15 @@ def render_system_prompt(
     rules: Sequence[str],
     example: str = "",
     primary_args: Mapping[str, str] = PRIMARY_ARGS,
+    answer_args: Mapping[str, str] | None = None,
 ) -> str:
     """A system prompt in the shape a small model follows: what it does (`intro`), the tools,
     the JSON step shown for the tool `first` (with its argument from `primary_args`) and for
     the answer, the numbered rules, and the worked `example` if there is one.
 
     The rules are those `tool_rules` gives for the tools offered (in `tool_rules`' order),
-    then the general `rules`."""
+    then the general `rules`. `answer_args` replaces the answer's arguments shown (a grounded
+    answer's source and quote)."""
     offered = {name for name, _, _ in tools}
     numbered = [r for tool, said in tool_rules.items() if tool in offered for r in said] + list(rules)
     listed = "\n".join(f"- {sig or name}: {desc}" for name, sig, desc in tools)
@@ -170,7 +202,7 @@ def render_system_prompt(
         "Reply with ONE JSON object and nothing else:\n"
         + step_json("<one short sentence>", first, {primary_args.get(first, "..."): "..."})
         + "\nWhen you know the answer:\n"
-        + step_json("<one short sentence>", ANSWER, {"answer": "<the answer>"}),
+        + step_json("<one short sentence>", ANSWER, answer_args or {"answer": "<the answer>"}),
         "Rules:\n" + "\n".join(f"{i}. {r}" for i, r in enumerate(numbered, 1)),
     ]
     if example:
@@ -197,16 +229,38 @@ RULES = (
 )
 
 
-def system_prompt(tools: Sequence[tuple[str, str, str]]) -> str:
+# A grounded answer (actors/agent/evidence.py): a quoted line, checked against what the tools showed.
+GROUNDED_ANSWER_ARGS = {"answer": "<the answer>", "source": "<path:LINE>", "quote": "<that line, copied exactly>"}
+GROUNDED_TOOL_RULES: dict[str, tuple[str, ...]] = {
+    **TOOL_RULES,
+    "find_definition": (
+        "When you know a name (a class, function, constant, or Class.attribute), "
+        "find_definition(name) shows its definition; read that, not the search snippet.",
+    ),
+}
+GROUNDED_RULES_COMMON = (
+    "Answer only from a line an observation shows: give source (path:LINE) and quote (that line, "
+    "copied exactly). A value, a message or a base class must be in the quoted line: if you only "
+    "saw a name, look at its definition first.",
+    'If the code you saw does not show the answer, answer "Not found in the code".',
+)
+GROUNDED_RULES = (RULES[0], *GROUNDED_RULES_COMMON)
+
+
+def system_prompt(tools: Sequence[tuple[str, str, str]], grounded: bool = False) -> str:
     names = [name for name, _, _ in tools]
     with_example = {"search_files", "read_file"} <= set(names)
+    steps = EXAMPLE_STEPS
+    if grounded:  # without find_definition: the read, then the grounded answer
+        steps = GROUNDED_EXAMPLE_STEPS if "find_definition" in names else [*EXAMPLE_STEPS[:2], GROUNDED_EXAMPLE_STEPS[2]]
     return render_system_prompt(
         INTRO,
         tools,
         first=names[0] if names else ANSWER,
-        tool_rules=TOOL_RULES,
-        rules=RULES,
-        example=worked_example(EXAMPLE_GOAL, EXAMPLE_STEPS) if with_example else "",
+        tool_rules=GROUNDED_TOOL_RULES if grounded else TOOL_RULES,
+        rules=GROUNDED_RULES if grounded else RULES,
+        example=worked_example(EXAMPLE_GOAL, steps) if with_example else "",
+        answer_args=GROUNDED_ANSWER_ARGS if grounded else None,
     )
 
 
@@ -250,6 +304,7 @@ def build_messages(
     earlier_steps: int = 0,
     system: str | None = None,
     note: Callable[[int, int], str] | None = None,
+    grounded: bool = False,
 ) -> list[dict[str, str]]:
     """OpenAI chat messages asking for step `iteration` (1-based) of at most `max_iterations`.
 
@@ -260,7 +315,7 @@ def build_messages(
     At most `MAX_CONDENSED` condensed lines are shown, so a prompt stays bounded however
     long the run; `earlier_steps` counts steps before `history` that the caller dropped.
     `system` replaces the system prompt and `note` the closing line (`iteration_note`), for an
-    agent with other tools.
+    agent with other tools. `grounded` asks for answers that quote their line.
     """
     keep_last = max(0, keep_last)
     split = max(0, len(history) - keep_last)
@@ -286,7 +341,7 @@ def build_messages(
     closing = (note or iteration_note)(max_iterations if force_answer else iteration, max_iterations)
     turns[-1] = (last_role, f"{last_text}\n\n{closing}")
 
-    messages = [{"role": "system", "content": system if system is not None else system_prompt(tools)}]
+    messages = [{"role": "system", "content": system if system is not None else system_prompt(tools, grounded)}]
     for role, text in turns:
         if messages[-1]["role"] == role:  # an unusable reply leaves two user turns in a row
             messages[-1]["content"] += "\n\n" + text

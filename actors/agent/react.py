@@ -15,7 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from actors.agent.policy import format_observation, is_repeat, repeat_observation, wrap_answer
+from actors.agent.evidence import check_answer
+from actors.agent.policy import REPEAT_MARK, format_observation, is_repeat, repeat_observation, wrap_answer
 from actors.agent.parsing import parse_step
 from actors.agent.prompt import MAX_CONDENSED, AgentStep, HistoryItem, StepProblem, build_messages, step_schema
 from actors.runtime.behaviour import Behaviour, Command
@@ -61,6 +62,7 @@ class AgentState(State):
     model: str = ""
     params: dict[str, Any] = {}
     budget: Budget = Budget()
+    grounded: bool = False
     history: list[HistoryItem] = []  # the most recent HISTORY_KEPT steps
     steps_dropped: int = 0  # older steps, no longer in the state
     pending: PendingStep | None = None
@@ -96,6 +98,7 @@ class StartAgent(Command):
     model: str = ""
     params: dict[str, Any] = {}
     budget: Budget = Budget()
+    grounded: bool = False
 
 
 def budget_error(reason: str, message: str) -> ErrorInfo:
@@ -110,6 +113,36 @@ def must_answer(state: AgentState) -> bool:
         or state.rejected_in_a_row >= STUCK_AFTER
         or state.same_thought_in_a_row >= 1
     )
+
+
+NOT_LOOKED = (
+    "You have not looked at any code yet, so that answer would be a guess. Call a tool first: "
+    "search with a word or a name from the goal."
+)
+
+
+# Tools that show code or documentation by line: an agent with one of them answers with a quoted line.
+CODE_TOOLS = frozenset(
+    {"search_files", "read_file", "find_definition", "read_code", "search_keyword", "semantic_file_search",
+     "repository_search", "get_repo_documentation"}
+)
+
+
+def reads_code(tools: list[ToolSpec]) -> bool:
+    """Whether answers are grounded by default: the agent has a tool that shows code."""
+    return any(t.name in CODE_TOOLS for t in tools)
+
+
+def looked(state: AgentState) -> bool:
+    """Whether a tool has shown the agent anything yet (an error or a refused step is not code)."""
+    return state.steps_dropped > 0 or any(
+        h.action and h.action != "answer" and not h.observation.startswith(("Error", REPEAT_MARK)) for h in state.history
+    )
+
+
+def question_of(goal: str) -> str:
+    """The question in a goal (a researcher's goal adds its plan after a blank line)."""
+    return goal.strip().split("\n\n", 1)[0]
 
 
 def next_effect(state: AgentState, prompt: Callable[..., list[dict[str, str]]] | None = None) -> CallLlm | CallTool | Stop | None:
@@ -141,6 +174,7 @@ def next_effect(state: AgentState, prompt: Callable[..., list[dict[str, str]]] |
     # stuck: make it answer with what it has, rather than spend the remaining iterations.
     # The same thought twice in a row means the model is going round: answer now too.
     last = must_answer(state)
+    grounded = {"grounded": True} if state.grounded else {}  # runs from before grounding: their prompt
     messages = (prompt or build_messages)(
         state.goal,
         tools,
@@ -149,6 +183,7 @@ def next_effect(state: AgentState, prompt: Callable[..., list[dict[str, str]]] |
         max_iterations=state.max_iterations,
         force_answer=last,
         earlier_steps=state.steps_dropped,
+        **grounded,
     )
     request = LlmRequest(
         model=state.model,
@@ -184,13 +219,14 @@ class ReactAgent(Behaviour[AgentState]):
         model told why), or None to accept it. The plain agent accepts every answer."""
         return None
 
-    default_tools = ("search_files", "read_file")
+    default_tools = ("search_files", "find_definition", "read_file")
 
     @classmethod
     def make_start(cls, *, goal: str, root: str, tools: list[ToolSpec], **kw: Any) -> StartAgent:
         """The start command for a submitted goal (`Client.submit`)."""
         if kw.pop("repo", None):
             raise ValueError("the react agent takes no repository; use agent='researcher'")
+        kw.setdefault("grounded", reads_code(tools))
         return StartAgent(key="start", goal=goal, root=root, tools=tools, **kw)
 
     def start_command(self, started: AgentStarted, key: str = "start") -> StartAgent:
@@ -210,6 +246,7 @@ class ReactAgent(Behaviour[AgentState]):
                     model=command.model,
                     params=command.params,
                     budget=command.budget,
+                    grounded=command.grounded,
                 )
             ]
         if state.finished:
@@ -252,6 +289,13 @@ class ReactAgent(Behaviour[AgentState]):
         elif step.action == "answer":
             text = str(step.args.get("answer", "")).strip()
             refused = self.refuse_answer(state) if text else None
+            if text and refused is None and state.grounded and not looked(state) and not must_answer(state):
+                refused = NOT_LOOKED
+            if text and refused is None and state.grounded:
+                verdict = check_answer(
+                    question_of(state.goal), text, step.args, [h.observation for h in state.history], forced=must_answer(state)
+                )
+                text, refused = verdict.answer or text, verdict.observation or None
             if text and refused is None:
                 return out + [AnswerGiven(iteration=iteration, thought=step.thought, answer=wrap_answer(text))]
             out.append(
@@ -319,6 +363,7 @@ class ReactAgent(Behaviour[AgentState]):
                 model=event.model,
                 params=event.params,
                 budget=event.budget,
+                grounded=event.grounded,
                 started_at=event.timestamp,
             )
         elif isinstance(event, (LlmCompleted, LlmFailed)):

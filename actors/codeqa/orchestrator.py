@@ -15,6 +15,8 @@ from typing import Any
 from actors.agent.parsing import parse_step
 from actors.agent.prompt import (
     ANSWER,
+    GROUNDED_ANSWER_ARGS,
+    GROUNDED_RULES_COMMON,
     AgentStep,
     StepProblem,
     build_messages,
@@ -29,6 +31,7 @@ TOOLS = (
     "list_available_repositories",
     "get_repo_documentation",
     "search_keyword",
+    "find_definition",
     "read_code",
     "semantic_file_search",
 )
@@ -38,11 +41,12 @@ PRIMARY_ARGS = {
     "search_keyword": "keyword",
     "read_code": "path",
     "semantic_file_search": "query",
+    "find_definition": "name",
     ANSWER: "answer",
 }
 ARGLESS = frozenset({"list_available_repositories"})
 # Results that show code or documentation: an answer before any of them is a guess.
-EVIDENCE = frozenset({"get_repo_documentation", "search_keyword", "read_code", "semantic_file_search"})
+EVIDENCE = frozenset({"get_repo_documentation", "search_keyword", "read_code", "semantic_file_search", "find_definition"})
 NO_EVIDENCE = (
     "You have not looked at any code yet, so that answer would be a guess. Search first: "
     "search_keyword with one word from the goal, then read_code around a line it shows."
@@ -91,11 +95,29 @@ EXAMPLE_ANSWER = (
     "(shop/shop/billing.py lines 6-10), which takes 10% off for the code SAVE10 and "
     "otherwise returns the total unchanged."
 )
+EXAMPLE_FIND = {"name": "apply_discount"}
+EXAMPLE_FIND_OBSERVATION = """function apply_discount is defined in shop/shop/billing.py line 6.
+shop/shop/billing.py, lines 6-10 of 10:
+ 6: def apply_discount(total, code):
+ 7:     \"\"\"The total after a discount code: SAVE10 takes 10% off.\"\"\"
+ 8:     if code == "SAVE10":
+ 9:         return round(total * 0.9, 2)
+10:     return total"""
 EXAMPLE_STEPS: list[tuple[str, str, dict[str, Any], str]] = [
     ("See which repositories there are.", "list_available_repositories", {}, EXAMPLE_LIST_OBSERVATION),
     ("Search the key word of the question.", "search_keyword", EXAMPLE_SEARCH, EXAMPLE_SEARCH_OBSERVATION),
     ("billing.py line 6 defines apply_discount; read it.", "read_code", EXAMPLE_READ, EXAMPLE_READ_OBSERVATION),
     ("Lines 6-10 show it.", ANSWER, {"answer": EXAMPLE_ANSWER}, ""),
+]
+GROUNDED_EXAMPLE_STEPS: list[tuple[str, str, dict[str, Any], str]] = [
+    *EXAMPLE_STEPS[:2],
+    ("billing.py line 6 defines apply_discount; show its definition.", "find_definition", EXAMPLE_FIND, EXAMPLE_FIND_OBSERVATION),
+    (
+        "Line 9 shows it.",
+        ANSWER,
+        {"answer": EXAMPLE_ANSWER, "source": "shop/shop/billing.py:9", "quote": "return round(total * 0.9, 2)"},
+        "",
+    ),
 ]
 
 
@@ -125,17 +147,31 @@ RULES = (
 )
 
 
-def system_prompt(tools: Sequence[tuple[str, str, str]]) -> str:
+GROUNDED_TOOL_RULES: dict[str, tuple[str, ...]] = {
+    **TOOL_RULES,
+    "find_definition": (
+        "When you know a name (a class, function, constant, or Class.attribute), find_definition(name) "
+        "shows its definition; read that, not the search line.",
+    ),
+}
+GROUNDED_RULES = (RULES[0], *GROUNDED_RULES_COMMON)
+
+
+def system_prompt(tools: Sequence[tuple[str, str, str]], grounded: bool = False) -> str:
     names = [name for name, _, _ in tools]
     with_example = {"list_available_repositories", "search_keyword", "read_code"} <= set(names)
+    steps = EXAMPLE_STEPS
+    if grounded:
+        steps = GROUNDED_EXAMPLE_STEPS if "find_definition" in names else [*EXAMPLE_STEPS[:3], GROUNDED_EXAMPLE_STEPS[3]]
     return render_system_prompt(
         INTRO,
         tools,
         first="search_keyword" if "search_keyword" in names else (names[0] if names else ANSWER),
-        tool_rules=TOOL_RULES,
-        rules=RULES,
-        example=worked_example(EXAMPLE_GOAL, EXAMPLE_STEPS) if with_example else "",
+        tool_rules=GROUNDED_TOOL_RULES if grounded else TOOL_RULES,
+        rules=GROUNDED_RULES if grounded else RULES,
+        example=worked_example(EXAMPLE_GOAL, steps) if with_example else "",
         primary_args=PRIMARY_ARGS,
+        answer_args=GROUNDED_ANSWER_ARGS if grounded else None,
     )
 
 
@@ -158,8 +194,8 @@ class Orchestrator(ReactAgent):
     name = "orchestrator"
     default_tools = TOOLS
 
-    def prompt(self, goal: str, tools: Any, history: Any, **options: Any) -> list[dict[str, str]]:
-        return build_messages(goal, tools, history, system=system_prompt(tools), note=step_note, **options)
+    def prompt(self, goal: str, tools: Any, history: Any, grounded: bool = False, **options: Any) -> list[dict[str, str]]:
+        return build_messages(goal, tools, history, system=system_prompt(tools, grounded), note=step_note, **options)
 
     def parse(self, parsed: Any, content: str, tool_names: list[str]) -> AgentStep | StepProblem:
         return parse_step(parsed, content, tool_names, primary_args=PRIMARY_ARGS, argless=ARGLESS)

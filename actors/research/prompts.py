@@ -39,12 +39,26 @@ _BULLET = re.compile(r"^\s*(?:[-*]|(?:step\s*)?\d+[.):])\s*", re.IGNORECASE)
 CITATION = re.compile(r"(?<![\w/.-])((?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]+)(?::|, lines )(\d+)(?:-(\d+))?")
 
 
-def plan_request(objective: str, repo: str | None, model: str, params: dict[str, Any]) -> LlmRequest:
+# A grounded researcher plans in its own tools' steps, never in shell commands.
+TOOL_PLAN_SYSTEM = (
+    "You plan research about a code repository. The researcher can only call these tools: {tools}. "
+    "Write 2 to 4 steps; each step is one of those tools and what to give it, e.g. "
+    '"search_files: Packer datetime" or "find_definition: Packer". No shell commands, no web, '
+    'no documentation outside the code. Reply as JSON: {{"steps": ["...", ...]}}.'
+)
+_SHELL = re.compile(r"\b(cd|grep|findstr|ls|cat|git|pip|clone|terminal|shell|command line|browse|google|web|online|official documentation)\b", re.I)
+
+
+def plan_request(
+    objective: str, repo: str | None, model: str, params: dict[str, Any], tools: Sequence[str] | None = None
+) -> LlmRequest:
+    """The plan's request; with `tools` (a grounded researcher), a plan of those tools' steps."""
     where = f"\nRepository: {repo}" if repo else ""
+    system = TOOL_PLAN_SYSTEM.format(tools=", ".join(tools)) if tools else PLAN_SYSTEM
     return LlmRequest(
         model=model,
         messages=[
-            {"role": "system", "content": PLAN_SYSTEM},
+            {"role": "system", "content": system},
             {"role": "user", "content": f"Objective: {objective.strip()}{where}"},
         ],
         params={**params, "max_tokens": 200},
@@ -61,6 +75,23 @@ def parse_plan(parsed: dict[str, Any] | None, content: str, objective: str) -> l
         items = [line for line in content.splitlines() if not line.strip().startswith(("{", "}", "[", "]"))]
     steps = [_BULLET.sub("", s).strip() for s in items]
     return [s for s in steps if s][:MAX_PLAN_STEPS] or [objective.strip()]
+
+
+def tool_plan(plan: Sequence[str], tools: Sequence[str], objective: str) -> list[str]:
+    """The plan's steps the researcher's tools can take: a step naming no tool, or a shell
+    command, is dropped; with none left, the default: search, the definition, the lines."""
+    kept = [s for s in plan if any(t in s for t in tools) and not _SHELL.search(s.split(":", 1)[-1] if ":" in s else s)]
+    if kept:
+        return kept
+    tokens = re.findall(r"\w+", objective)
+    names = [t for i, t in enumerate(tokens) if "_" in t or re.search(r"[a-z][A-Z]", t) or (i and t[:1].isupper())]
+    words = " ".join(dict.fromkeys(names[:3])) or "the key words of the objective"
+    default = [
+        f"{'search_files' if 'search_files' in tools else 'repository_search'}: {words}",
+        "find_definition: the class or function the search shows",
+        "read_file: the lines that state the answer",
+    ]
+    return [s for s in default if s.split(":")[0] in tools] or [objective.strip()]
 
 
 def agent_goal(objective: str, plan: Sequence[str]) -> str:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from actors.agent.react import AgentState, ReactAgent
+from actors.agent.react import AgentState, ReactAgent, reads_code
 from actors.agent.react import next_effect as agent_next_effect
 from actors.research import prompts
 from actors.runtime.behaviour import Behaviour, Command
@@ -40,8 +40,8 @@ from events.runs import Budget
 
 Phase = Literal["new", "indexing", "planning", "running", "reporting", "completed", "failed"]
 INDEXER = "index_repository"
-DEFAULT_TOOLS = ("repository_search", "read_file", "search_files")
-NO_REPO_TOOLS = ("search_files", "read_file")
+DEFAULT_TOOLS = ("repository_search", "find_definition", "read_file", "search_files")
+NO_REPO_TOOLS = ("search_files", "find_definition", "read_file")
 
 
 class StartResearch(Command):
@@ -53,6 +53,7 @@ class StartResearch(Command):
     model: str = ""
     params: dict[str, Any] = {}
     budget: Budget = Budget()
+    grounded: bool = False
 
 
 class ResearchState(State):
@@ -65,6 +66,7 @@ class ResearchState(State):
     model: str = ""
     params: dict[str, Any] = {}
     budget: Budget = Budget()
+    grounded: bool = False
     plan: list[str] = []
     index_summary: str = ""
     agent: AgentState = AgentState()
@@ -115,7 +117,8 @@ class Researcher(Behaviour[ResearchState]):
         if state.status == "indexing":
             return CallTool(tool=INDEXER, args={"source": state.repo_url}, call_index=state.tool_calls + 1)
         if state.status == "planning":
-            request = prompts.plan_request(state.objective, state.repo_url, state.model, state.params)
+            tools = [t.name for t in state.agent_tools] if state.grounded else None
+            request = prompts.plan_request(state.objective, state.repo_url, state.model, state.params, tools=tools)
             return CallLlm(request=request, call_index=state.llm_calls + 1)
         if state.status == "running":
             effect = agent_next_effect(state.agent)
@@ -137,6 +140,7 @@ class Researcher(Behaviour[ResearchState]):
 
     @classmethod
     def make_start(cls, *, goal: str, root: str, tools: list[ToolSpec], repo: str | None = None, **kw: Any) -> StartResearch:
+        kw.setdefault("grounded", reads_code(tools))
         return StartResearch(key="start", objective=goal, repo_url=repo, root=root, tools=tools, **kw)
 
     # -- decide ---------------------------------------------------------------------------
@@ -202,6 +206,8 @@ class Researcher(Behaviour[ResearchState]):
             return [*recorded, ResearchFailed(error=result.error)]
         assert isinstance(result, LlmCompleted)
         plan = prompts.parse_plan(result.parsed, result.content, state.objective)
+        if state.grounded:
+            plan = prompts.tool_plan(plan, [t.name for t in state.agent_tools], state.objective)
         start = AgentStarted(
             goal=prompts.agent_goal(state.objective, plan),
             root=state.root,
@@ -210,6 +216,7 @@ class Researcher(Behaviour[ResearchState]):
             model=state.model,
             params=state.params,
             budget=state.budget,
+            grounded=state.grounded,
         )
         return [*recorded, PlanMade(steps=plan), start]
 
@@ -230,7 +237,7 @@ class Researcher(Behaviour[ResearchState]):
                 status="indexing" if event.repo_url else "planning",
                 objective=event.objective, repo_url=event.repo_url, root=event.root,
                 agent_tools=event.tools, max_iterations=event.max_iterations, model=event.model,
-                params=event.params, budget=event.budget,
+                params=event.params, budget=event.budget, grounded=event.grounded,
             )
         elif isinstance(event, IndexingCompleted):
             up.update(status="planning", root=event.root, index_summary=event.summary)

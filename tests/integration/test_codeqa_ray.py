@@ -39,7 +39,8 @@ def test_a_code_question_runs_on_ray_and_prints_answer_and_sources(client, tmp_p
 
     assert code == 0
     assert out.getvalue() == (
-        f"{codeqa_llm.ANSWER}\n\nRelied on:\n  shop/shop/billing.py lines 6-10\n  shop/shop/cart.py line 4\n"
+        f"{codeqa_llm.ANSWER}\n\nEvidence: shop/shop/billing.py:9: return round(total * 0.9, 2)"
+        "\n\nRelied on:\n  shop/shop/billing.py lines 6-10\n  shop/shop/cart.py line 4\n"
     )
     shown = err.getvalue()
     calls = [line.strip() for line in shown.splitlines() if line.strip().startswith("→")]

@@ -45,7 +45,7 @@ def orchestrator(request: LlmRequest) -> str:
         return _step("Find where discounts happen.", "semantic_file_search", query="How is a discount code applied?")
     if n == 3:
         return _step("Read the function.", "read_code", path="shop/shop/billing.py", start_line=6, end_line=10)
-    return _step("Lines 6-10 show it.", "answer", answer=ANSWER)
+    return _step("Lines 6-10 show it.", "answer", answer=ANSWER, source="shop/shop/billing.py:9", quote="return round(total * 0.9, 2)")
 
 
 def bad_inputs(request: LlmRequest) -> str:
@@ -67,7 +67,10 @@ def guesses_first(request: LlmRequest) -> str:
         return _step("I know it.", "answer", answer="It is in shop/main.py.")
     if n == 2:
         return _step("Search.", "search_keyword", keyword="discount")
-    return _step("Line 6 shows it.", "answer", answer="apply_discount in shop/shop/billing.py line 6.")
+    return _step(
+        "Line 6 shows it.", "answer", answer="apply_discount in shop/shop/billing.py line 6.",
+        source="shop/shop/billing.py:6", quote="def apply_discount(total, code):",
+    )
 
 
 def always_guesses(request: LlmRequest) -> str:

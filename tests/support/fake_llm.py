@@ -22,6 +22,10 @@ def _step(thought: str, action: str, **args: object) -> str:
     return json.dumps({"thought": thought, "action": action, "args": args})
 
 
+# The line of notes.txt (NOTES) that states the answer: what a grounded answer quotes.
+QUOTE = {"source": "notes.txt:2", "quote": "the marker is ALPHA-7"}
+
+
 def search_read_answer(request: LlmRequest) -> str:
     """search → read → answer about notes.txt."""
     n = step_of(request)
@@ -29,7 +33,7 @@ def search_read_answer(request: LlmRequest) -> str:
         return _step("Find the marker.", "search_files", query="marker")
     if n == 2:
         return _step("Read the file.", "read_file", path="notes.txt", start_line=1)
-    return _step("Found it.", "answer", answer="The marker is ALPHA-7, in notes.txt.")
+    return _step("Found it.", "answer", answer="The marker is ALPHA-7, in notes.txt.", **QUOTE)
 
 
 def slow_reader(request: LlmRequest) -> str:
@@ -39,7 +43,7 @@ def slow_reader(request: LlmRequest) -> str:
     n = step_of(request)
     if n <= 8:
         return _step(f"Read line {n}.", "read_file", path="notes.txt", start_line=n, end_line=n)
-    return _step("Done.", "answer", answer="notes.txt read line by line.")
+    return _step("Done.", "answer", answer="notes.txt read line by line.", **QUOTE)
 
 
 def repeater(request: LlmRequest) -> str:
@@ -47,7 +51,7 @@ def repeater(request: LlmRequest) -> str:
     n = step_of(request)
     if n <= 3:
         return _step(f"Search, try {n}.", "search_files", query="marker")
-    return _step("Answer.", "answer", answer="ALPHA-7")
+    return _step("Answer.", "answer", answer="ALPHA-7", **QUOTE)
 
 
 def garbage_then_answer(request: LlmRequest) -> str:

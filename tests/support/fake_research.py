@@ -7,7 +7,7 @@ import json
 import subprocess
 
 from actors.index.searcher import MAP_SYSTEM, REDUCE_SYSTEM
-from actors.research.prompts import PLAN_SYSTEM, REPORT_SYSTEM
+from actors.research.prompts import PLAN_SYSTEM, REPORT_SYSTEM, TOOL_PLAN_SYSTEM
 from actors.runtime.llm.types import LlmRequest
 from tests.support.fake_llm import step_of
 
@@ -54,6 +54,8 @@ def researcher(request: LlmRequest) -> str:
     user = str(request.messages[-1].get("content", ""))
     if system == PLAN_SYSTEM:
         return json.dumps({"steps": ["Search the code for where payments are recorded", "Read the class found"]})
+    if system.startswith(TOOL_PLAN_SYSTEM.split("{")[0]):
+        return json.dumps({"steps": ["repository_search: where are payments recorded", "find_definition: Ledger.record"]})
     if system == MAP_SYSTEM:
         if "LEDGER-42" in user or "class Ledger" in user:
             return "Ledger.record appends a payment to entries; the marker is LEDGER-42."
@@ -65,4 +67,10 @@ def researcher(request: LlmRequest) -> str:
     n = step_of(request)
     if n == 1:
         return json.dumps({"thought": "Search the index.", "action": "repository_search", "args": {"query": "where are payments recorded"}})
-    return json.dumps({"thought": "The search answered it.", "action": "answer", "args": {"answer": "Ledger.record in pkg/ledger.py records payments (LEDGER-42)."}})
+    if "find_definition(" not in system:  # a researcher recorded before grounding: the search's answer
+        return json.dumps({"thought": "The search answered it.", "action": "answer", "args": {"answer": "Ledger.record in pkg/ledger.py records payments (LEDGER-42)."}})
+    if n == 2:
+        return json.dumps({"thought": "Read the method.", "action": "find_definition", "args": {"name": "Ledger.record"}})
+    answer = {"answer": "Ledger.record in pkg/ledger.py records payments (LEDGER-42).", "source": "pkg/ledger.py:12",
+              "quote": "self.entries.append((amount, payee))"}
+    return json.dumps({"thought": "The definition answers it.", "action": "answer", "args": answer})

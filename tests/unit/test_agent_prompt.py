@@ -10,6 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from actors.agent import prompt
+from actors.tools.definitions import find_definition
 from actors.agent.policy import (
     REPEAT_MARK,
     canonical_args,
@@ -95,6 +96,19 @@ def test_example_observations_are_what_the_tools_really_print(tmp_path: Path) ->
         (tmp_path / name).write_text(text)
     assert search(tmp_path, prompt.EXAMPLE_SEARCH["query"]) == prompt.EXAMPLE_SEARCH_OBSERVATION
     assert read(tmp_path, **prompt.EXAMPLE_READ) == prompt.EXAMPLE_READ_OBSERVATION
+    assert find_definition(tmp_path, **prompt.EXAMPLE_FIND) == prompt.EXAMPLE_FIND_OBSERVATION
+
+
+def test_the_grounded_prompt_shows_the_answer_quoting_its_line() -> None:
+    grounded = build_messages("g", [*TOOLS, ("find_definition", "find_definition(name: str)", "d")], [], 1, 8, grounded=True)
+    system = grounded[0]["content"]
+    assert '"source": "<path:LINE>", "quote": "<that line, copied exactly>"' in system
+    assert prompt.EXAMPLE_FIND_OBSERVATION in system and '"quote": "return {**DEFAULTS, **data}"' in system
+    assert 'answer "Not found in the code"' in system
+    # without find_definition, the example reads the file and quotes from the read
+    plain = build_messages("g", TOOLS, [], 1, 8, grounded=True)[0]["content"]
+    assert prompt.EXAMPLE_READ_OBSERVATION in plain and "find_definition" not in plain
+    assert '"quote"' not in build_messages("g", TOOLS, [], 1, 8)[0]["content"]
 
 
 def _history(n: int) -> list[HistoryItem]:

@@ -28,6 +28,7 @@ from actors.runtime.tool_context import ToolContext
 from events.agent import ToolSpec
 from events.store import EventStore
 from actors.agent.kind import replay_agent_stream
+from actors.tools.definitions import FindDefinition
 from tests.support import codeqa_llm
 
 CLASSES = (ListAvailableRepositories, GetRepoDocumentation, SearchKeyword, ReadCode, SemanticFileSearch)
@@ -42,6 +43,17 @@ def test_the_example_shows_what_the_tools_really_print(tmp_path: Path) -> None:
     assert ListAvailableRepositories(root=root).execute() == orch.EXAMPLE_LIST_OBSERVATION
     assert SearchKeyword(root=root).execute(**orch.EXAMPLE_SEARCH) == orch.EXAMPLE_SEARCH_OBSERVATION
     assert ReadCode(root=root).execute(**orch.EXAMPLE_READ) == orch.EXAMPLE_READ_OBSERVATION
+    assert FindDefinition(root=root).execute(**orch.EXAMPLE_FIND) == orch.EXAMPLE_FIND_OBSERVATION
+
+
+def test_the_grounded_prompt_asks_for_a_quoted_line_and_shows_find_definition() -> None:
+    specs = [*SPECS, (FindDefinition.name, FindDefinition.signature(), FindDefinition.description)]
+    system = orch.system_prompt(specs, grounded=True)
+    assert '"source": "<path:LINE>", "quote": "<that line, copied exactly>"' in system
+    assert orch.EXAMPLE_FIND_OBSERVATION in system and '"quote": "return round(total * 0.9, 2)"' in system
+    assert "Not found in the code" in system
+    # a run recorded before grounding keeps the prompt it had
+    assert '"quote"' not in orch.system_prompt(SPECS)
 
 
 def test_the_prompt_lists_the_five_tools_the_format_rules_and_example() -> None:
@@ -153,7 +165,7 @@ def test_a_recorded_orchestrator_run_replays_identically(tmp_path: Path) -> None
 
 def test_a_changed_prompt_makes_the_replay_diverge(tmp_path: Path, monkeypatch) -> None:
     _, events, _ = run_orchestrator(tmp_path, codeqa_llm.orchestrator)
-    monkeypatch.setattr(orch, "system_prompt", lambda tools: "another prompt")
+    monkeypatch.setattr(orch, "system_prompt", lambda tools, grounded=False: "another prompt")
     _, divergence = replay_agent_stream(orch.Orchestrator(), "agent:q", events, "q")
     assert divergence is not None and "replay diverged at LLM call 1" in divergence.reason
     assert json.loads(events[2].content)["action"] == "list_available_repositories"

@@ -1,0 +1,274 @@
+"""Answers grounded in quoted lines, and the verify step (pure: the run's observations and the
+answer in, a verdict out).
+
+An answer cites `path:LINE` and quotes the line that states it. `ground` checks, mechanically,
+that the quote is a line the tools showed in that file (a read, a definition, a search hit),
+and at that line; a quote found at another line of the same file has its line corrected. An
+answer with no quote is accepted only as "not found in the code".
+
+`mismatch` is the verify step, a rule: it compares what the question asks for (a value, a
+message, a base class) with what the quote holds. A question asking for a value whose quote
+holds only a name, or an answer whose number is not in its quote, sends the agent back to read
+the definition.
+
+Nothing here reads a file: the lines checked are those in the observations, so a run replays
+from its log with the same verdicts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+NOT_FOUND = "Not found in the code"
+_NOT_FOUND = re.compile(
+    r"^\W*(not found|(i )?(could|can)(n'?t| ?not) find|no (such|answer|definition)\b|(it is |it's )?not (in|shown in) the code)",
+    re.IGNORECASE,
+)
+
+# Observation shapes (what the tools print).
+_READ_HEADER = re.compile(r"^(?P<path>[^\s,][^,]*?), (?:lines \d+-\d+ of|outline of)\b.*:$")
+_NUMBERED = re.compile(r"^\s*(?P<n>\d+): ?(?P<text>.*)$")
+_HIT = re.compile(r"^\s*(?:\d+\. )?(?P<path>[^\s:(][^:(]*?):(?P<n>\d+): (?P<text>.*)$")
+_COUNTED = re.compile(r"^\s*(?:\d+\. )?(?P<path>[^\s:(]+?)(?::| \().*?\bline (?P<n>\d+): (?P<text>.*?)\)?$")
+_CUT = re.compile(r"\s*(…\[\+\d+ chars\]|…|\.\.\.)$")
+
+# path:LINE, path:LINE-LINE, "path line LINE", "path, lines A-B"
+_SOURCE = re.compile(
+    r"(?P<path>(?:[\w.-]+/)*[\w.-]+\.[A-Za-z0-9]+)(?::|,? lines? |#L)(?P<n>\d+)(?:\s*-\s*(?P<m>\d+))?"
+)
+_BACKTICKS = re.compile(r"`{1,3}([^`]+?)`{1,3}")
+
+
+def norm(text: str) -> str:
+    return " ".join(_CUT.sub("", str(text)).split())
+
+
+def shown_lines(observations: Iterable[str]) -> dict[str, dict[int, str]]:
+    """path → line number → text, for every numbered line the observations showed."""
+    out: dict[str, dict[int, str]] = {}
+    for obs in observations:
+        path = None
+        for raw in str(obs or "").splitlines():
+            header = _READ_HEADER.match(raw.strip())
+            if header:
+                path = header["path"].strip()
+                continue
+            m = _NUMBERED.match(raw)
+            if path is not None and m:
+                out.setdefault(path, {})[int(m["n"])] = m["text"]
+                continue
+            path = None
+            for pattern in (_HIT, _COUNTED):
+                hit = pattern.match(raw)
+                if hit:
+                    out.setdefault(hit["path"].strip(), {}).setdefault(int(hit["n"]), hit["text"])
+                    break
+    return out
+
+
+@dataclass(frozen=True)
+class Citation:
+    path: str
+    line: int
+    quote: str
+
+
+def citation(args: Mapping[str, Any], answer: str) -> Citation | None:
+    """The answer step's `source` and `quote` (or what the answer text holds: a `path:LINE`
+    and a quote in backticks); None when there is no quote."""
+    source = str(args.get("source") or args.get("evidence") or args.get("citation") or "")
+    quote = args.get("quote") or args.get("line_text") or ""
+    if isinstance(quote, list):
+        quote = "\n".join(str(q) for q in quote)
+    quote = str(quote).strip().strip("`").strip()
+    m = _SOURCE.search(source) or _SOURCE.search(answer)
+    if not quote:
+        q = _BACKTICKS.findall(answer)
+        quote = max(q, key=len).strip() if q else ""
+    if not quote or m is None:
+        if quote and m is None and args.get("line") is not None and source:
+            try:
+                return Citation(source.strip(), int(args["line"]), quote)
+            except (TypeError, ValueError):
+                return None
+        return None
+    return Citation(m["path"], int(m["n"]), quote)
+
+
+def is_not_found(answer: str) -> bool:
+    return bool(_NOT_FOUND.match(answer.strip()))
+
+
+@dataclass(frozen=True)
+class Grounded:
+    """A checked citation: the quote is at `path:line` (the line as the tools showed it)."""
+
+    path: str
+    line: int
+    quote: str
+    text: str  # the shown line
+
+
+def _same_file(a: str, b: str) -> bool:
+    a, b = a.strip("./").lower(), b.strip("./").lower()
+    return a == b or a.endswith("/" + b) or b.endswith("/" + a)
+
+
+def ground(shown: Mapping[str, Mapping[int, str]], cite: Citation) -> Grounded | str:
+    """The citation checked against the shown lines, or why it is refused (for the model)."""
+    q_lines = [norm(x) for x in cite.quote.splitlines() if norm(x)]
+    if not q_lines or len("".join(q_lines)) < 3:
+        return "Your quote is empty. Copy the line that states the answer exactly as an observation shows it."
+    first = q_lines[0].strip("`'\" ")
+    places: list[tuple[str, int, str]] = []
+    for path, lines in shown.items():
+        for n, text in lines.items():
+            t = norm(text)
+            if first and (first in t or (len(t) >= 20 and t in first)):
+                places.append((path, n, text))
+    here = [p for p in places if _same_file(p[0], cite.path)]
+    if here:
+        path, n, text = min(here, key=lambda p: abs(p[1] - cite.line))
+        return Grounded(path, n, q_lines[0], text.strip())
+    if places:
+        path, n, _ = places[0]
+        return (
+            f"Your quote is not in {cite.path} as the tools showed it; it is in {path} line {n}. "
+            "Correct the answer's file, or quote a line of the file you name."
+        )
+    return (
+        f"Your quote `{_short(cite.quote)}` is not a line any observation showed in {cite.path}. "
+        "Quote the line that states the answer exactly as an observation shows it "
+        "(read_file or find_definition it first), with its path:LINE; "
+        f'or answer "{NOT_FOUND}" if the code does not show it.'
+    )
+
+
+# -- the verify step -----------------------------------------------------------------------------
+
+_ASKS: list[tuple[str, re.Pattern[str]]] = [
+    ("base", re.compile(r"\b(subclass(es)?|inherits?|inherited|base class(es)?|derives?|derived|parent class|superclass)\b", re.I)),
+    ("message", re.compile(r"\b(message|error text|text of|what does [\w ]+ (say|print|log)|wording|says)\b", re.I)),
+    ("value", re.compile(
+        r"\b(default|value|how (many|much|long|often)|what (number|size|limit|timeout|port|version|length)|"
+        r"maximum|minimum|max|min|limit|set to|initial|constant|threshold|interval|capacity|size|"
+        r"upper|lower|at most|at least|falls? back)\b", re.I)),
+]
+_LITERAL = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])|(['\"]).+?\1|\b(True|False|None)\b")
+_STRING = re.compile(r"[fbr]?(['\"])(?P<s>.+?)\1")
+_NUMBER = re.compile(r"(?<![\w.:/-])-?\d+(?:\.\d+)?(?![\w])")
+_BASES = re.compile(r"\bclass\s+\w+\s*\((?P<bases>[^)]*)\)?")
+_IDENT = re.compile(r"[A-Za-z_]\w{2,}")
+
+
+def ask_of(question: str) -> str:
+    """What the question asks for: base, message, value or any."""
+    for kind, pattern in _ASKS:
+        if pattern.search(question):
+            return kind
+    return "any"
+
+
+def _without_citations(answer: str) -> str:
+    text = _SOURCE.sub(" ", answer)
+    return re.sub(r"\blines? \d+(\s*-\s*\d+)?\b", " ", text, flags=re.I)
+
+
+def mismatch(question: str, answer: str, quote: str) -> str | None:
+    """Why the quote does not answer what the question asks (for the model), or None."""
+    ask = ask_of(question)
+    q = quote
+    name = _name_hint(q) or _name_hint(answer)
+    read_it = f"find_definition(name='{name}')" if name else "find_definition of the name you found"
+    if ask == "base":
+        m = _BASES.search(q)
+        if m is None or not m["bases"].strip():
+            return (
+                "The question asks about a base class, and your quote holds no `class Name(Base):` line. "
+                f"Call {read_it} and quote its class line."
+            )
+        bases = set(_IDENT.findall(m["bases"]))
+        if not any(b in answer for b in bases):
+            return f"Your quote says the bases are ({m['bases'].strip()}), but your answer names none of them. Answer from the quote."
+        return None
+    if ask == "message":
+        strings = [s["s"] for s in _STRING.finditer(q)]
+        if not strings:
+            return (
+                "The question asks for a message's text, and your quote holds no string. Read the "
+                "line that raises or builds the message and quote it."
+            )
+        words = {w.lower() for s in strings for w in re.findall(r"[A-Za-z]{4,}", s)}
+        if words and not any(w in answer.lower() for w in words):
+            return "Your answer does not give the quoted message's words. Answer with the text in the quote."
+        return None
+    if ask == "value":
+        if not _LITERAL.search(q):
+            return (
+                f"The question asks for a value, and your quote `{_short(q)}` holds none (no number, "
+                f"string or True/False/None). Call {read_it} or read the line that sets the value, and quote that line."
+            )
+        said = set(_NUMBER.findall(_without_citations(answer).replace(q, " ")))
+        quoted = set(_NUMBER.findall(q))
+        missing = sorted(n for n in said - quoted if n.lstrip("-") not in quoted)
+        if missing and not quoted & said:
+            return (
+                f"Your answer says {', '.join(missing)}, but the quoted line does not: `{_short(q)}`. "
+                "Give the value the quote shows, or quote the line that shows yours."
+            )
+    return None
+
+
+def _name_hint(text: str) -> str:
+    """A class or qualified name in the text, to point the agent at its definition."""
+    m = re.search(r"\b([A-Z]\w+(?:\.\w+)?)\b", text)
+    return m.group(1) if m else ""
+
+
+def _short(text: str, limit: int = 120) -> str:
+    text = " ".join(str(text).split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+# -- the whole check ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Verdict:
+    answer: str | None  # the answer to give (its evidence appended), or None: refused
+    observation: str = ""  # why it was refused, for the model
+
+
+def check_answer(question: str, answer: str, args: Mapping[str, Any], observations: Iterable[str], *, forced: bool = False) -> Verdict:
+    """Accept a grounded, verified answer (with its evidence line), a plain "not found", or
+    refuse with a note. `forced` (the last step): a refusal becomes "not found", with the
+    unchecked answer named as such."""
+    text = answer.strip()
+    if is_not_found(text):
+        return Verdict(text if text.lower().startswith("not found") else f"{NOT_FOUND}. {text}")
+    cite = citation(args, text)
+    if cite is None:
+        why = (
+            "Your answer quotes no line. Give source (path:LINE) and quote (that line, copied "
+            f'exactly from an observation), or answer "{NOT_FOUND}".'
+        )
+        return _refused(why, text, forced)
+    checked = ground(shown_lines(observations), cite)
+    if isinstance(checked, str):
+        return _refused(checked, text, forced)
+    wrong = mismatch(question, text, checked.text)
+    if wrong is not None:
+        return _refused(wrong, text, forced)
+    evidence = f"{checked.path}:{checked.line}: {checked.text}"
+    if norm(checked.text) in norm(text) and f"{checked.line}" in text:
+        return Verdict(text)
+    return Verdict(f"{text}\n\nEvidence: {evidence}")
+
+
+def _refused(why: str, text: str, forced: bool) -> Verdict:
+    if forced:
+        return Verdict(f"{NOT_FOUND}: no line the tools showed confirms it. (Unchecked lead: {_short(text, 200)})")
+    return Verdict(None, why)

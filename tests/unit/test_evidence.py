@@ -1,0 +1,113 @@
+"""Grounded answers and the verify step (actors/agent/evidence.py): pure checks of an answer's
+quote against what the tools showed, and of the quote against what the question asks."""
+
+from __future__ import annotations
+
+from actors.agent.evidence import (
+    NOT_FOUND,
+    Citation,
+    Grounded,
+    ask_of,
+    check_answer,
+    citation,
+    ground,
+    mismatch,
+    shown_lines,
+)
+
+READ = """pkg/config.py, lines 10-14 of 40:
+10: class Settings(BaseSettings):
+11:     timeout = 30
+12:     retries: int = 5
+13:     def check(self):
+14:         raise ValueError("timeout must be positive")
+(showing lines 10-14 of 40; to continue read start_line=15)"""
+SEARCH = """2 files match 'settings':
+pkg/config.py (settings: 3 matches)
+  pkg/config.py:10: class Settings(BaseSettings):
+  pkg/app.py:3: settings = Settings()
+Next: read_file(path, start_line) a few lines above a hit, or answer if a line above already shows it."""
+KEYWORD = """1 file contains 'timeout' (case-insensitive), most occurrences first:
+shop/shop/billing.py: 3 (line 6: def apply_discount(total, code):)"""
+DEFINITION = """class Settings(BaseSettings) is defined in pkg/config.py line 10.
+pkg/config.py, outline of class Settings, lines 10-40 of 40 (members' first lines):
+10: class Settings(BaseSettings):
+11:     timeout = 30"""
+
+
+def test_shown_lines_reads_every_tool_shape() -> None:
+    shown = shown_lines([READ, SEARCH, KEYWORD, DEFINITION])
+    assert shown["pkg/config.py"][11] == "    timeout = 30"
+    assert shown["pkg/config.py"][14].strip().startswith("raise ValueError")
+    assert 15 not in shown["pkg/config.py"]  # the note after the lines is not a line
+    assert shown["pkg/app.py"][3] == "settings = Settings()"
+    assert shown["shop/shop/billing.py"][6] == "def apply_discount(total, code):"
+
+
+def test_citation_from_arguments_or_from_the_answer_text() -> None:
+    c = citation({"source": "pkg/config.py:11", "quote": "`timeout = 30`"}, "30")
+    assert c == Citation("pkg/config.py", 11, "timeout = 30")
+    c = citation({}, "It is 30 (pkg/config.py line 11: `timeout = 30`).")
+    assert c == Citation("pkg/config.py", 11, "timeout = 30")
+    assert citation({}, "It is 30.") is None
+    assert citation({"quote": "timeout = 30"}, "It is 30.") is None  # a quote with no place
+
+
+def test_a_quote_must_be_a_line_the_tools_showed_in_the_cited_file() -> None:
+    shown = shown_lines([READ, SEARCH])
+    ok = ground(shown, Citation("pkg/config.py", 11, "timeout = 30"))
+    assert ok == Grounded("pkg/config.py", 11, "timeout = 30", "timeout = 30")
+    # the right file, another line: the line is corrected
+    moved = ground(shown, Citation("config.py", 40, "timeout = 30"))
+    assert isinstance(moved, Grounded) and moved.line == 11
+    # a line no tool showed (invented, or never read): refused, with what to do
+    made_up = ground(shown, Citation("pkg/config.py", 11, "timeout = 60"))
+    assert isinstance(made_up, str) and "not a line any observation showed" in made_up
+    # shown, but in another file than the one cited
+    elsewhere = ground(shown, Citation("pkg/other.py", 3, "settings = Settings()"))
+    assert isinstance(elsewhere, str) and "pkg/app.py line 3" in elsewhere
+    assert isinstance(ground(shown, Citation("pkg/config.py", 11, "  ")), str)
+
+
+def test_what_the_question_asks() -> None:
+    assert ask_of("What is the default timeout of Settings?") == "value"
+    assert ask_of("How many retries does the client make?") == "value"
+    assert ask_of("Which class does ConflictError subclass?") == "base"
+    assert ask_of("What message does check raise when the timeout is negative?") == "message"
+    assert ask_of("Which file defines Settings?") == "any"
+
+
+def test_the_verify_step_compares_the_ask_with_the_quote() -> None:
+    value_q = "What is the default timeout of Settings?"
+    # a quote holding only a name does not answer a value question
+    no_value = mismatch(value_q, "Settings sets it to 30.", "class Settings(BaseSettings):")
+    assert no_value and "asks for a value" in no_value and "find_definition(name='Settings')" in no_value
+    # a number the quote does not hold is a guess
+    guessed = mismatch(value_q, "The timeout is 60.", "timeout = 30")
+    assert guessed and "60" in guessed
+    assert mismatch(value_q, "The timeout is 30 (pkg/config.py:11).", "timeout = 30") is None
+    base_q = "Which class does Settings subclass?"
+    assert mismatch(base_q, "BaseSettings", "class Settings(BaseSettings):") is None
+    assert "class Name(Base)" in (mismatch(base_q, "BaseSettings", "timeout = 30") or "")
+    assert mismatch(base_q, "It subclasses object.", "class Settings(BaseSettings):")
+    msg_q = "What message does check raise?"
+    assert mismatch(msg_q, "It says the timeout must be positive.", 'raise ValueError("timeout must be positive")') is None
+    assert mismatch(msg_q, "It raises a ValueError.", "def check(self):")
+    assert mismatch("Which file defines Settings?", "pkg/config.py", "class Settings(BaseSettings):") is None
+
+
+def test_check_answer_accepts_grounded_answers_and_not_found_and_refuses_the_rest() -> None:
+    observations = [READ, SEARCH]
+    q = "What is the default timeout of Settings?"
+    ok = check_answer(q, "30 seconds.", {"source": "pkg/config.py:11", "quote": "timeout = 30"}, observations)
+    assert ok.answer == "30 seconds.\n\nEvidence: pkg/config.py:11: timeout = 30"
+    refused = check_answer(q, "30 seconds.", {}, observations)
+    assert refused.answer is None and "quotes no line" in refused.observation
+    snippet = check_answer(q, "Settings sets 30.", {"source": "pkg/config.py:10", "quote": "class Settings(BaseSettings):"}, observations)
+    assert snippet.answer is None and "asks for a value" in snippet.observation
+    honest = check_answer(q, "Not found in the code.", {}, observations)
+    assert honest.answer == "Not found in the code."
+    assert check_answer(q, "I could not find it.", {}, observations).answer == f"{NOT_FOUND}. I could not find it."
+    # on the last step a refusal becomes an honest "not found", naming the unchecked lead
+    forced = check_answer(q, "It is 60.", {}, observations, forced=True)
+    assert forced.answer is not None and forced.answer.startswith(NOT_FOUND) and "Unchecked lead: It is 60." in forced.answer

@@ -1,0 +1,140 @@
+"""The grounded ReAct agent driven in-process (no Ray): an answer from a search snippet is sent
+back to read the definition by the verify step, an invented quote is refused, the run replays
+with zero live calls, and a run recorded before grounding replays as it ran."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from actors.agent.react import ReactAgent, StartAgent
+from actors.runtime.llm.gateway import LlmGateway
+from actors.runtime.llm.testing import ScriptedProvider
+from actors.runtime.llm.types import LlmRequest
+from actors.runtime.perform import LiveEffects, ReplayEffects, drive, local_invoker
+from actors.runtime.shell import ActorShell
+from actors.tools.definitions import FindDefinition
+from actors.tools.files import ReadFile, SearchFiles
+from events.agent import ToolSpec
+from events.store import EventStore
+from tests.support.fake_llm import step_of
+
+CLIENT = '''"""The client."""
+
+
+class BaseClient:
+    retries = 3
+
+
+class HttpClient(BaseClient):
+    """Talks HTTP."""
+
+    def __init__(self, url):
+        self.url = url
+        self.timeout = 45
+'''
+QUESTION = "What is the default timeout of HttpClient?"
+TOOLS = (SearchFiles, FindDefinition, ReadFile)
+
+
+def _step(thought: str, action: str, **args: object) -> str:
+    return json.dumps({"thought": thought, "action": action, "args": args})
+
+
+def snippet_answerer(request: LlmRequest) -> str:
+    """Searches, answers from the search line (a class line: no value), and reads the
+    definition only when the verify step tells it to."""
+    last = str(request.messages[-1]["content"])
+    n = step_of(request)
+    if n == 1:
+        return _step("Search the class.", "search_files", query="HttpClient")
+    if "find_definition" in last and "asks for a value" in last:
+        return _step("Read its definition.", "find_definition", name="HttpClient")
+    if "timeout = 45" in last:
+        return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
+    return _step(
+        "The search line shows the class.", "answer", answer="HttpClient uses a 30 second timeout.",
+        source="client.py:8", quote="class HttpClient(BaseClient):",
+    )
+
+
+def run(tmp_path: Path, script, *, grounded: bool = True, store: EventStore | None = None, stream: str = "agent:g"):
+    (tmp_path / "client.py").write_text(CLIENT)
+    store = store or EventStore("memory://")
+    shell = ActorShell(ReactAgent(), stream, store, run_id="g").load()
+    specs = [ToolSpec(name=c.name, signature=c.signature(), description=c.description) for c in TOOLS]
+    shell.handle(
+        StartAgent(key="start", goal=QUESTION, root=str(tmp_path), tools=specs, max_iterations=6, model="m", grounded=grounded)
+    )
+    provider = ScriptedProvider(script)
+    tools = {c.name: c(root=str(tmp_path)) for c in TOOLS}
+    state = drive(shell, LiveEffects(LlmGateway(provider), local_invoker(tools)))
+    return state, store.read_stream(stream), store, provider
+
+
+def test_an_answer_from_a_snippet_is_sent_to_read_the_definition(tmp_path: Path) -> None:
+    state, events, _, provider = run(tmp_path, snippet_answerer)
+    assert state.status == "completed"
+    rejected = [e for e in events if e.type_name == "StepRejected"]
+    assert [e.reason for e in rejected] == ["answer_refused"]
+    assert "asks for a value" in rejected[0].observation
+    called = [e.tool for e in events if e.type_name == "ToolCalled"]
+    assert called == ["search_files", "find_definition"]
+    assert state.answer == "<answer>45\n\nEvidence: client.py:13: self.timeout = 45</answer>"
+    assert provider.calls == 4  # search, refused answer, definition, answer: each call counted
+
+
+def test_an_invented_quote_is_refused_and_the_last_step_says_not_found(tmp_path: Path) -> None:
+    def inventor(request: LlmRequest) -> str:
+        if step_of(request) == 1:
+            return _step("Search.", "search_files", query="HttpClient")
+        return _step("I know it.", "answer", answer="The timeout is 30.", source="client.py:13", quote="self.timeout = 30")
+
+    state, events, _, _ = run(tmp_path, inventor)
+    refusals = [e.observation for e in events if e.type_name == "StepRejected"]
+    assert refusals and all("not a line any observation showed" in r for r in refusals)
+    assert state.status == "completed"
+    assert state.answer.startswith("<answer>Not found in the code") and "Unchecked lead: The timeout is 30." in state.answer
+
+
+def test_no_answer_before_looking(tmp_path: Path) -> None:
+    def eager(request: LlmRequest) -> str:
+        if step_of(request) == 1:
+            return _step("I know it.", "answer", answer="Not found in the code.")
+        return snippet_answerer(request)
+
+    _, events, _, _ = run(tmp_path, eager)
+    first = next(e for e in events if e.type_name == "StepRejected")
+    assert "not looked at any code" in first.observation
+
+
+def test_a_grounded_run_with_a_verify_step_replays_identically_with_no_live_call(tmp_path: Path) -> None:
+    _, original, store, _ = run(tmp_path, snippet_answerer)
+    replay = ActorShell(ReactAgent(), "agent:replay", store, run_id="replay").load()
+    started = original[0]
+    replay.handle(ReactAgent().start_command(started))
+    (tmp_path / "client.py").unlink()  # nothing is read in a replay
+    drive(replay, ReplayEffects(original), on_events=None)
+    replayed = store.read_stream("agent:replay")
+    assert [(e.type_name, e.payload()) for e in replayed] == [(e.type_name, e.payload()) for e in original]
+
+
+def test_without_grounding_the_agent_answers_as_it_did_before(tmp_path: Path) -> None:
+    state, events, _, provider = run(tmp_path, snippet_answerer, grounded=False)
+    assert state.answer == "<answer>HttpClient uses a 30 second timeout.</answer>"
+    assert provider.calls == 2
+    system = next(e for e in events if e.type_name == "LlmRequested").messages[0]["content"]
+    assert '"quote"' not in system  # the prompt of runs recorded before grounding
+
+
+def test_the_answers_source_and_quote_are_kept_however_the_model_writes_them() -> None:
+    from actors.agent.parsing import parse_step
+
+    names = ["search_files", "answer"]
+    want = {"answer": "45", "source": "client.py:13", "quote": "self.timeout = 45"}
+    nested = '{"thought": "t", "action": "answer", "args": {"answer": "45", "source": "client.py:13", "quote": "self.timeout = 45"}}'
+    beside = '{"thought": "t", "action": "answer", "args": {"answer": "45"}, "source": "client.py:13", "quote": "self.timeout = 45"}'
+    keyed = '{"thought": "t", "answer": "45", "source": "client.py:13", "quote": "self.timeout = 45"}'
+    for reply in (nested, beside, keyed):
+        assert parse_step(None, reply, names).args == want
+    assert parse_step(None, '{"thought": "t", "action": "answer", "args": {"answer": "45"}}', names).args == {"answer": "45"}

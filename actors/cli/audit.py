@@ -4,6 +4,7 @@
     chorus audit export FILE [--run R]             # seed 002's append-only audit log, JSONL
     chorus audit llm-calls [--run R] [--stream S] [--out FILE]   # the LLM call log (llm_calls.jsonl)
     chorus audit usage [--run R] [--by run|actor]  # tokens and cost
+    chorus audit verify [--run R]                  # every recorded request against its stored hash
 
 Each catches the audit view up first. Bad input (a run the trail does not know, a time
 that is not ISO-8601, a folder that does not exist) is one line and exit 2.
@@ -19,6 +20,7 @@ from typing import Any
 
 from actors.cli.paths import writable_file
 from actors.runtime.console import open_store
+from actors.runtime.llm.types import LlmRequest
 from projections.audit_query import AuditEvent, AuditTrail, LlmCall, Usage
 
 
@@ -55,6 +57,11 @@ def add_parsers(subparsers: argparse._SubParsersAction, store_option: Any) -> No
     usage.add_argument("--by", choices=("run", "actor"), default="run")
     store_option(usage)
     usage.set_defaults(func=cmd_usage)
+
+    verify = sub.add_parser("verify", help="check every recorded LLM request's text against its stored hash")
+    verify.add_argument("--run", metavar="RUN_ID")
+    store_option(verify)
+    verify.set_defaults(func=cmd_verify)
 
 
 def _filters(p: argparse.ArgumentParser) -> None:
@@ -119,6 +126,27 @@ def cmd_usage(args: argparse.Namespace) -> int:
     if len(rows) > 1:
         print(_usage_line(_total(rows)))
     return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    """Exit 1 when a recorded request was edited after it was written (its text no longer
+    hashes to the hash stored with it): an audit trail that can be rewritten silently is not one."""
+    with _trail(args) as trail:
+        run = args.run
+        checked, edited = 0, []
+        for rec in trail.store.read_all():
+            e = rec.event
+            if e.type_name != "LlmRequested" or (run is not None and e.run_id != run):
+                continue
+            checked += 1
+            actual = LlmRequest.from_recorded(e).hash()
+            if actual != e.request_hash:
+                edited.append(f"EDITED run {e.run_id} {e.stream_id}@{e.version} (position {rec.position}): "
+                              f"LLM call {e.call_index}'s text hashes to {actual[:12]}, stored {e.request_hash[:12]}")
+    for line in edited:
+        print(line)
+    print(f"{checked} recorded request(s) checked, {len(edited)} edited")
+    return 1 if edited else 0
 
 
 # -- helpers --------------------------------------------------------------------------------

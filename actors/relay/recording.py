@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.runtime.llm.types import LlmRequest, ReplayDivergence
+from actors.runtime.llm.types import LlmRequest, ReplayDivergence, check_recorded
 from actors.runtime.perform import Effects
 from events.base import Event
 from events.effects import (
@@ -64,6 +64,7 @@ class RecordedEffects:
                     pair[0].request_hash,
                     request,  # type: ignore[arg-type, attr-defined]
                 )
+            check_recorded(pair[0])
             return pair
         return self._append(self.inner.llm(request, call_index))
 

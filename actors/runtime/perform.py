@@ -21,7 +21,7 @@ from actors.runtime.effects import (
     StopAgent,
     ToolFinished,
 )
-from actors.runtime.llm.types import LlmRequest, ReplayDivergence
+from actors.runtime.llm.types import LlmRequest, ReplayDivergence, check_recorded
 from actors.runtime.shell import ActorShell
 from events.base import Event
 from events.effects import LlmCompleted, LlmFailed, LlmRequested, ToolCalled, ToolReturned
@@ -126,6 +126,7 @@ class ReplayEffects:
             raise ReplayDivergence.between(
                 call_index, LlmRequest.from_recorded(recorded), recorded.request_hash, request  # type: ignore[attr-defined]
             )
+        check_recorded(recorded)
         return [_fresh(e) for e in pair]
 
     def tool(self, name: str, args: dict[str, Any], call_index: int) -> list[Event]:

@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors.runtime.behaviour import Command
 from actors.runtime.effects import Effects
-from actors.runtime.llm.types import LlmRequest
+from actors.runtime.llm.types import LlmRequest, check_recorded
 from events.base import Event
 from events.effects import (
     LlmCompleted,
@@ -99,6 +99,7 @@ class Journal:
             recorded = self._served(LlmRequested, LlmCompleted, LlmFailed, index)
             if recorded[0].request_hash != request.hash():  # type: ignore[attr-defined]
                 raise JournalDivergence(f"LLM call {index} now asks something other than the log recorded")
+            check_recorded(recorded[0])
         else:
             recorded = self.effects.llm(request, index)
         self._record(self._take() + list(recorded))

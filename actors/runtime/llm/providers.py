@@ -22,7 +22,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from actors.runtime.lazy_client import LazyClient
 from actors.runtime.llm.json_text import parse_json_object  # noqa: F401  (also re-exported)
-from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult, ReplayDivergence
+from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult, ReplayDivergence, check_recorded
 from actors.runtime.registry import Registry
 from events.effects import LlmCompleted, LlmFailed, LlmRequested
 
@@ -317,6 +317,7 @@ class ReplayProvider:
             raise ReplayDivergence.between(
                 recorded.call_index, LlmRequest.from_recorded(recorded), recorded.request_hash, request
             )
+        check_recorded(recorded)
         self.position += 1
         if isinstance(outcome, LlmFailed):
             raise LlmError.from_info(outcome.error)

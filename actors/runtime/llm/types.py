@@ -148,6 +148,34 @@ class ReplayDivergence(Exception):
         return (type(self), (self.call_index, self.expected_hash, self.actual_hash, self.diff))
 
 
+class RecordEdited(ReplayDivergence):
+    """A recorded request whose text no longer matches the hash stored with it: the log was
+    edited after it was written. Nothing it recorded is served."""
+
+    def __init__(self, call_index: int, expected_hash: str | None, actual_hash: str, diff: str = "") -> None:
+        super().__init__(call_index, expected_hash, actual_hash, diff)
+        self.args = (
+            f"replay refused LLM call {call_index}: the recorded request's text hashes to {actual_hash[:12]}, "
+            f"not to the hash stored with it ({(expected_hash or '')[:12]}); the log was edited",
+        )
+
+    def __str__(self) -> str:
+        return str(self.args[0])
+
+    @property
+    def error(self) -> ErrorInfo:
+        info = super().error
+        return info.model_copy(update={"reason": "edited_record"})
+
+
+def check_recorded(recorded: Any) -> None:
+    """Before serving what answered a recorded request, check its text against its stored hash
+    (`RecordEdited` if they differ)."""
+    actual = LlmRequest.from_recorded(recorded).hash()
+    if actual != recorded.request_hash:
+        raise RecordEdited(recorded.call_index, recorded.request_hash, actual)
+
+
 def describe_difference(recorded: LlmRequest, actual: LlmRequest, limit: int = 800) -> str:
     """Which fields differ, and a short unified diff of the last message."""
     lines: list[str] = []

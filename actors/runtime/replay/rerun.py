@@ -51,6 +51,14 @@ def replay_run(store: EventStore, run_id: str) -> ReplayReport:
     started = time.perf_counter()
     report = run_kind_of(store, run_id, records).replay(records, run_id)
     report.replay_s = time.perf_counter() - started
+    if report.ok and report.events == 0:  # nothing re-executed is not "identical"
+        report.divergence = Divergence(
+            stream_id=report.streams[0] if report.streams else f"run:{run_id}",
+            version=0,
+            expected=None,
+            actual=None,
+            reason="nothing to re-execute: the run holds no agent or workflow stream with events",
+        )
     return report
 
 

@@ -3,7 +3,8 @@ answer in, a verdict out).
 
 An answer cites `path:LINE` and quotes the line that states it. `ground` checks, mechanically,
 that the quote is a line the tools showed in that file (a read, a definition, a search hit),
-and at that line; a quote found at another line of the same file has its line corrected. An
+and at that line; a quote found at another line of the same file has its line corrected, and
+one cited in a file no tool showed (a mistyped path) takes the one file that shows it. An
 answer with no quote is accepted only as "not found in the code".
 
 `mismatch` is the verify step, a rule: it compares what the question asks for (a value, a
@@ -133,6 +134,10 @@ def ground(shown: Mapping[str, Mapping[int, str]], cite: Citation) -> Grounded |
     if here:
         path, n, text = min(here, key=lambda p: abs(p[1] - cite.line))
         return Grounded(path, n, q_lines[0], text.strip())
+    if places and not any(_same_file(p, cite.path) for p in shown) and len({p[0] for p in places}) == 1:
+        # a file no tool showed (a mistyped path): the one file that shows the quote is the source
+        path, n, text = places[0]
+        return Grounded(path, n, q_lines[0], text.strip())
     if places:
         path, n, _ = places[0]
         return (
@@ -152,10 +157,11 @@ def ground(shown: Mapping[str, Mapping[int, str]], cite: Citation) -> Grounded |
 _ASKS: list[tuple[str, re.Pattern[str]]] = [
     ("base", re.compile(r"\b(subclass(es)?|inherits?|inherited|base class(es)?|derives?|derived|parent class|superclass)\b", re.I)),
     ("message", re.compile(r"\b(message|error text|text of|what does [\w ]+ (say|print|log)|wording|says)\b", re.I)),
+    ("override", re.compile(r"\b(overrides?|overridden|overriding|redefines?)\b", re.I)),
     ("value", re.compile(
         r"\b(default|value|how (many|much|long|often)|what (number|size|limit|timeout|port|version|length)|"
-        r"maximum|minimum|max|min|limit|set to|initial|constant|threshold|interval|capacity|size|"
-        r"upper|lower|at most|at least|falls? back)\b", re.I)),
+        r"maximum|minimum|max\w*|min|limit|set to|initial|constant|threshold|interval|capacity|\w*size|"
+        r"\w*len|length|upper|lower|at most|at least|falls? back)\b", re.I)),
 ]
 _LITERAL = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])|(['\"]).+?\1|\b(True|False|None)\b")
 _STRING = re.compile(r"[fbr]?(['\"])(?P<s>.+?)\1")
@@ -165,7 +171,7 @@ _IDENT = re.compile(r"[A-Za-z_]\w{2,}")
 
 
 def ask_of(question: str) -> str:
-    """What the question asks for: base, message, value or any."""
+    """What the question asks for: base, override, message, value or any."""
     for kind, pattern in _ASKS:
         if pattern.search(question):
             return kind
@@ -177,8 +183,11 @@ def _without_citations(answer: str) -> str:
     return re.sub(r"\blines? \d+(\s*-\s*\d+)?\b", " ", text, flags=re.I)
 
 
-def mismatch(question: str, answer: str, quote: str) -> str | None:
-    """Why the quote does not answer what the question asks (for the model), or None."""
+def mismatch(question: str, answer: str, quote: str, classes: Mapping[str, tuple[str, ...]] | None = None) -> str | None:
+    """Why the quote does not answer what the question asks (for the model), or None.
+    `classes` (class → bases, from the class lines the tools showed) lets a two-hop question
+    quote the class line of a base of the class it names."""
+    classes = classes or {}
     ask = ask_of(question)
     q = quote
     name = _name_hint(q) or _name_hint(answer)
@@ -190,9 +199,23 @@ def mismatch(question: str, answer: str, quote: str) -> str | None:
                 "The question asks about a base class, and your quote holds no `class Name(Base):` line. "
                 f"Call {read_it} and quote its class line."
             )
+        quoted = re.search(r"\bclass\s+(\w+)", q)
+        if quoted and not _about(quoted.group(1), question, classes):
+            asked = ", ".join(_CAMEL_NAME.findall(question)) or "the class the question names"
+            return (
+                f"Your quote is the class line of {quoted.group(1)}, but the question asks about {asked}. "
+                "Quote the class line of the class the question asks about."
+            )
         bases = set(_IDENT.findall(m["bases"]))
         if not any(b in answer for b in bases):
             return f"Your quote says the bases are ({m['bases'].strip()}), but your answer names none of them. Answer from the quote."
+        return None
+    if ask == "override":
+        if not re.search(r"\b(def|class)\s+\w+", q):
+            return (
+                "The question asks which class overrides a method, and your quote is not a `def` or `class` "
+                f"line. Call {read_it} (it lists where a method is overridden) and quote the overriding `def` line."
+            )
         return None
     if ask == "message":
         strings = [s["s"] for s in _STRING.finditer(q)]
@@ -203,7 +226,8 @@ def mismatch(question: str, answer: str, quote: str) -> str | None:
             )
         words = {w.lower() for s in strings for w in re.findall(r"[A-Za-z]{4,}", s)}
         if words and not any(w in answer.lower() for w in words):
-            return "Your answer does not give the quoted message's words. Answer with the text in the quote."
+            message = max(strings, key=len)
+            return f'Your quote holds the message "{_short(message)}" but your answer does not give it. Answer with that text.'
         return None
     if ask == "value":
         if not _LITERAL.search(q):
@@ -220,6 +244,59 @@ def mismatch(question: str, answer: str, quote: str) -> str | None:
                 "Give the value the quote shows, or quote the line that shows yours."
             )
     return None
+
+
+_DOTTED_NAME = re.compile(r"\b([A-Z]\w*(?:\.[A-Za-z_]\w*)+)")
+_CAMEL_NAME = re.compile(r"\b([A-Z][a-z0-9]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+)\b")
+
+
+def lookup_name(question: str, answer: str, done: Iterable[str]) -> str | None:
+    """The name whose definition the agent should read after a refused answer: a `Class.member`
+    or a CamelCase/CONSTANT name from the question, else from the answer, not looked up yet."""
+    seen = {str(d).strip().strip("`()").lower() for d in done}
+    for text in (question, answer):
+        for pattern in (_DOTTED_NAME, _CAMEL_NAME):
+            for m in pattern.finditer(text):
+                name = m.group(1).rstrip(".")
+                low = name.lower()
+                if low not in seen and not any(d.startswith(low + ".") for d in seen):
+                    return name
+    return None
+
+
+def class_lines(shown: Mapping[str, Mapping[int, str]]) -> dict[str, tuple[str, ...]]:
+    """class → its bases, from every `class Name(Bases):` line the tools showed."""
+    out: dict[str, tuple[str, ...]] = {}
+    for lines in shown.values():
+        for text in lines.values():
+            m = re.match(r"\s*class\s+(\w+)\s*\(([^)]*)\)", text)
+            if m:
+                out[m.group(1)] = tuple(b.split(".")[-1].strip() for b in m.group(2).split(",") if b.strip())
+    return out
+
+
+# A question that asks past the named class ("its base class in turn subclasses ...").
+_HOPS = re.compile(r"\b(in turn|that base|its base|base class of (its|the)|parent of|grand\w*|indirectly|transitively|ancestors?)\b", re.I)
+
+
+def _about(name: str, question: str, classes: Mapping[str, tuple[str, ...]]) -> bool:
+    """Whether a class is one the question names, or a base (at any depth) of one it names."""
+    named = set(re.findall(r"\b[A-Z]\w+", question))
+    if not named or name in named:
+        return True
+    if not _HOPS.search(question):  # one hop: the class line must be the named class's own
+        return False
+    frontier, seen = list(named), set()
+    while frontier:
+        cls = frontier.pop()
+        if cls in seen:
+            continue
+        seen.add(cls)
+        bases = classes.get(cls, ())
+        if name in bases:
+            return True
+        frontier += bases
+    return False
 
 
 def _name_hint(text: str) -> str:
@@ -256,10 +333,11 @@ def check_answer(question: str, answer: str, args: Mapping[str, Any], observatio
             f'exactly from an observation), or answer "{NOT_FOUND}".'
         )
         return _refused(why, text, forced)
-    checked = ground(shown_lines(observations), cite)
+    shown = shown_lines(observations)
+    checked = ground(shown, cite)
     if isinstance(checked, str):
         return _refused(checked, text, forced)
-    wrong = mismatch(question, text, checked.text)
+    wrong = mismatch(question, text, checked.text, class_lines(shown))
     if wrong is not None:
         return _refused(wrong, text, forced)
     evidence = f"{checked.path}:{checked.line}: {checked.text}"

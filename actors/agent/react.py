@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from actors.agent.evidence import check_answer
+from actors.agent.evidence import check_answer, lookup_name
 from actors.agent.policy import REPEAT_MARK, format_observation, is_repeat, repeat_observation, wrap_answer
 from actors.agent.parsing import parse_step
 from actors.agent.prompt import MAX_CONDENSED, AgentStep, HistoryItem, StepProblem, build_messages, step_schema
@@ -115,6 +115,7 @@ def must_answer(state: AgentState) -> bool:
     )
 
 
+FIND_DEFINITION = "find_definition"
 NOT_LOOKED = (
     "You have not looked at any code yet, so that answer would be a guess. Call a tool first: "
     "search with a word or a name from the goal."
@@ -291,11 +292,12 @@ class ReactAgent(Behaviour[AgentState]):
             refused = self.refuse_answer(state) if text else None
             if text and refused is None and state.grounded and not looked(state) and not must_answer(state):
                 refused = NOT_LOOKED
+            checked = False
             if text and refused is None and state.grounded:
                 verdict = check_answer(
                     question_of(state.goal), text, step.args, [h.observation for h in state.history], forced=must_answer(state)
                 )
-                text, refused = verdict.answer or text, verdict.observation or None
+                text, refused, checked = verdict.answer or text, verdict.observation or None, True
             if text and refused is None:
                 return out + [AnswerGiven(iteration=iteration, thought=step.thought, answer=wrap_answer(text))]
             out.append(
@@ -308,6 +310,9 @@ class ReactAgent(Behaviour[AgentState]):
                     observation=refused or 'Your answer was empty. Give the answer as {"answer": "..."} in args.',
                 )
             )
+            read = self._read_the_definition(state, text, iteration) if checked else None
+            if read is not None:  # the check failed: the agent reads the definition it needs, no model call
+                out.append(read)
         elif is_repeat(state.history, step.action, step.args):
             out.append(
                 StepRejected(
@@ -334,6 +339,25 @@ class ReactAgent(Behaviour[AgentState]):
                 )
             )
         return out
+
+    @staticmethod
+    def _read_the_definition(state: AgentState, answer: str, iteration: int) -> StepDecided | None:
+        """After a refused answer, the verify step's follow-up: find_definition of the name the
+        question (else the answer) is about, unless it was looked up already."""
+        if FIND_DEFINITION not in state.tool_names:
+            return None
+        done = [h.args.get("name", "") for h in state.history if h.action == FIND_DEFINITION]
+        if state.pending is not None:
+            return None
+        name = lookup_name(question_of(state.goal), answer, done)
+        if name is None:
+            return None
+        return StepDecided(
+            iteration=iteration,
+            thought=f"The answer was not confirmed; read the definition of {name}.",
+            action=FIND_DEFINITION,
+            args={"name": name},
+        )
 
     def evolve(self, state: AgentState, event: Event) -> AgentState:
         state = self._evolve(state, event)

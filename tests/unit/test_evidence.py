@@ -11,6 +11,7 @@ from actors.agent.evidence import (
     check_answer,
     citation,
     ground,
+    lookup_name,
     mismatch,
     shown_lines,
 )
@@ -60,11 +61,14 @@ def test_a_quote_must_be_a_line_the_tools_showed_in_the_cited_file() -> None:
     # the right file, another line: the line is corrected
     moved = ground(shown, Citation("config.py", 40, "timeout = 30"))
     assert isinstance(moved, Grounded) and moved.line == 11
+    # a mistyped path (no tool showed such a file): the one file that shows the quote
+    typo = ground(shown, Citation("dispatch.py", 11, "timeout = 30"))
+    assert isinstance(typo, Grounded) and (typo.path, typo.line) == ("pkg/config.py", 11)
     # a line no tool showed (invented, or never read): refused, with what to do
     made_up = ground(shown, Citation("pkg/config.py", 11, "timeout = 60"))
     assert isinstance(made_up, str) and "not a line any observation showed" in made_up
     # shown, but in another file than the one cited
-    elsewhere = ground(shown, Citation("pkg/other.py", 3, "settings = Settings()"))
+    elsewhere = ground(shown, Citation("pkg/config.py", 3, "settings = Settings()"))
     assert isinstance(elsewhere, str) and "pkg/app.py line 3" in elsewhere
     assert isinstance(ground(shown, Citation("pkg/config.py", 11, "  ")), str)
 
@@ -111,3 +115,37 @@ def test_check_answer_accepts_grounded_answers_and_not_found_and_refuses_the_res
     # on the last step a refusal becomes an honest "not found", naming the unchecked lead
     forced = check_answer(q, "It is 60.", {}, observations, forced=True)
     assert forced.answer is not None and forced.answer.startswith(NOT_FOUND) and "Unchecked lead: It is 60." in forced.answer
+
+
+def test_an_override_question_needs_the_overriding_def_line() -> None:
+    q = "Which class overrides Store.read?"
+    assert ask_of(q) == "override" and ask_of("What maxsize does the queue get?") == "value"
+    assert mismatch(q, "SqlStore overrides it.", "class SqlStore(Store):") is None
+    assert mismatch(q, "SqlStore overrides it.", "    def read(self, key):") is None
+    assert "def" in (mismatch(q, "SqlStore overrides it.", "return self.path + key") or "")
+
+
+def test_the_name_to_read_after_a_refusal() -> None:
+    q = "What message does DispatchQueue.put raise when QueueFullError is full?"
+    assert lookup_name(q, "", []) == "DispatchQueue.put"
+    assert lookup_name(q, "", ["DispatchQueue.put"]) == "QueueFullError"
+    assert lookup_name(q, "It comes from ShippingError.", ["dispatchqueue.put", "QueueFullError"]) == "ShippingError"
+    assert lookup_name("What is the MAX_PARCELS limit?", "", []) == "MAX_PARCELS"
+    assert lookup_name("what is the default?", "it is 3", []) is None
+
+
+def test_a_base_question_quotes_the_class_it_names_or_a_base_of_it() -> None:
+    q = "Which class does QueueFullError subclass?"
+    classes = {"QueueFullError": ("DispatchError",), "DispatchError": ("ShippingError",)}
+    assert mismatch(q, "DispatchError", "class QueueFullError(DispatchError):", classes) is None
+    # a one-hop question: the base's own class line is not the answer, even when shown
+    assert mismatch(q, "ShippingError", "class DispatchError(ShippingError):", classes)
+    other = mismatch(q, "ShippingError", "class DispatchError(ShippingError):", {})
+    assert other and "class line of DispatchError" in other and "QueueFullError" in other
+    two_hop = "QueueFullError's base class in turn subclasses which class?"
+    assert mismatch(two_hop, "ShippingError", "class DispatchError(ShippingError):", classes) is None
+
+
+def test_a_message_refusal_names_the_quoted_message() -> None:
+    why = mismatch("What message does put raise?", "It raises QueueFullError.", 'raise QueueFullError(f"all {n} slots are taken")')
+    assert why and '"all {n} slots are taken"' in why

@@ -5,7 +5,7 @@ which the model has never seen. Slow: every step is a real completion on the CPU
 What must hold, whatever the model does: no confident wrong answer (an answer is right, or it
 says "Not found in the code"), and every answer that is not "not found" ends with the evidence
 line the agent checked. One run of this test is kept as the fixture
-tests/fixtures/runs/local_model_grounded_value_question.jsonl, replayed in CI."""
+tests/fixtures/runs/local_model_grounded_base_class_question.jsonl (a base-class question: two refused answers, the definitions read by the verify step, then the right answer), replayed in CI."""
 
 from __future__ import annotations
 

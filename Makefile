@@ -11,7 +11,7 @@ $(STAMP): pyproject.toml scripts/setup.sh
 	touch $@
 
 test: setup
-	$(VENV)/bin/python -m pytest -q tests
+	bash scripts/test.sh
 
 demo: setup
 	$(VENV)/bin/chorus run "Which file defines the Registry class?" --root actors

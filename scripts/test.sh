@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The whole test suite (`make test`, and CI through .ci/run): the pure unit tests in one pytest
+# process, then the integration and end-to-end tests (real Ray, SQLite, PostgreSQL, the local
+# model) in another, so that neither inherits the other's threads and native state (a Ray
+# driver, torch's pools, Qdrant clients).
+#
+# A pytest process killed by a signal (a crash such as SIGSEGV, not a failing test) is run once
+# more, saying so loudly; a failing test is never retried. pytest's exit code 5 (no tests
+# collected) is a failure here, not a pass.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+
+run() {
+  "$PY" -X faulthandler -m pytest -q "$@"
+  local rc=$?
+  if [ "$rc" -gt 128 ]; then
+    echo "test.sh: pytest $* was killed by signal $((rc - 128)) (exit $rc), not by a failing test; running it once more" >&2
+    "$PY" -X faulthandler -m pytest -q "$@"
+    rc=$?
+  fi
+  if [ "$rc" -eq 5 ]; then
+    echo "test.sh: pytest $* collected no tests" >&2
+    rc=1
+  fi
+  return "$rc"
+}
+
+run tests/unit; unit=$?
+run tests/integration tests/e2e; rest=$?
+echo "test.sh: unit tests exit $unit, integration and end-to-end tests exit $rest" >&2
+[ "$unit" -eq 0 ] && [ "$rest" -eq 0 ]

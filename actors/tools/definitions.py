@@ -18,8 +18,20 @@ from typing import Any
 
 from actors.runtime.registry import Registry, Tool
 from actors.tools.arguments import alias_arg
-from actors.tools.paths import ToolInputError, read_small, rel_path, resolve_root, walk_files
-from actors.tools.symbols import Definition, SymbolIndex, ctags_definitions, python_definitions, render
+from actors.tools.paths import (
+    ToolInputError,
+    read_small,
+    rel_path,
+    resolve_root,
+    walk_files,
+)
+from actors.tools.symbols import (
+    Definition,
+    SymbolIndex,
+    ctags_definitions,
+    python_definitions,
+    render,
+)
 
 # Source files ctags reads (Python has its own parser).
 CTAGS_SUFFIXES = frozenset(

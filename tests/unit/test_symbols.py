@@ -10,7 +10,12 @@ import pytest
 
 from actors.tools.definitions import FindDefinition, build_index, find_definition
 from actors.tools.paths import ToolInputError
-from actors.tools.symbols import SymbolIndex, clean_name, ctags_definitions, python_definitions
+from actors.tools.symbols import (
+    SymbolIndex,
+    clean_name,
+    ctags_definitions,
+    python_definitions,
+)
 
 BASE = '''"""Base classes."""
 

@@ -123,11 +123,11 @@ def ground(shown: Mapping[str, Mapping[int, str]], cite: Citation) -> Grounded |
     q_lines = [norm(x) for x in cite.quote.splitlines() if norm(x)]
     if not q_lines or len("".join(q_lines)) < 3:
         return "Your quote is empty. Copy the line that states the answer exactly as an observation shows it."
-    first = q_lines[0].strip("`'\" ")
+    first = q_lines[0].strip("`'\" ").lower()
     places: list[tuple[str, int, str]] = []
     for path, lines in shown.items():
         for n, text in lines.items():
-            t = norm(text)
+            t = norm(text).lower()
             if first and (first in t or (len(t) >= 20 and t in first)):
                 places.append((path, n, text))
     here = [p for p in places if _same_file(p[0], cite.path)]
@@ -247,6 +247,8 @@ def mismatch(question: str, answer: str, quote: str, classes: Mapping[str, tuple
 
 
 _DOTTED_NAME = re.compile(r"\b([A-Z]\w*(?:\.[A-Za-z_]\w*)+)")
+# A capitalised word after the first word ("the Repository class"), the last resort.
+_CAPITALISED = re.compile(r"(?<=[\w,;(] )([A-Z][a-z]{2,}\w*)\b")
 _CAMEL_NAME = re.compile(r"\b([A-Z][a-z0-9]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+)\b")
 
 
@@ -255,7 +257,7 @@ def lookup_name(question: str, answer: str, done: Iterable[str]) -> str | None:
     or a CamelCase/CONSTANT name from the question, else from the answer, not looked up yet."""
     seen = {str(d).strip().strip("`()").lower() for d in done}
     for text in (question, answer):
-        for pattern in (_DOTTED_NAME, _CAMEL_NAME):
+        for pattern in (_DOTTED_NAME, _CAMEL_NAME, _CAPITALISED):
             for m in pattern.finditer(text):
                 name = m.group(1).rstrip(".")
                 low = name.lower()

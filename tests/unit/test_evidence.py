@@ -149,3 +149,11 @@ def test_a_base_question_quotes_the_class_it_names_or_a_base_of_it() -> None:
 def test_a_message_refusal_names_the_quoted_message() -> None:
     why = mismatch("What message does put raise?", "It raises QueueFullError.", 'raise QueueFullError(f"all {n} slots are taken")')
     assert why and '"all {n} slots are taken"' in why
+
+
+def test_quotes_match_whatever_their_case_and_plain_class_names_are_looked_up() -> None:
+    shown = shown_lines(["pkg/a.py:116: # Constants shared by all lru cache instances:"])
+    assert isinstance(ground(shown, Citation("pkg/a.py", 116, "constants shared by all LRU cache instances:")), Grounded)
+    q = "At most how many locks does the Repository class keep in its LRU cache?"
+    assert lookup_name(q, "", []) == "Repository"
+    assert lookup_name("Which file defines it?", "", []) is None  # a sentence's first word is not a name

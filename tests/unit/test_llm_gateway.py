@@ -302,9 +302,8 @@ class TestOpenAIProvider(ProviderContract):
     def test_slow_reply_times_out(self) -> None:
         self.fake.respond = lambda body, n: (200, "too late", 2.0)
         provider = openai_provider(self.fake.url, timeout_s=0.3, max_retries=1)
-        started = time.monotonic()
         outcome = LlmGateway(provider).call(req(), 1)
-        assert time.monotonic() - started < 1.9
+        # had the 0.3 s timeout not fired, the reply would have come (after 2 s) and been a success
         assert not outcome.ok and outcome.result is None
         assert outcome.error.type == "llm_error" and outcome.error.reason == "timeout"
         requested, failed = outcome.events

@@ -311,6 +311,9 @@ def render(index: SymbolIndex, matches: Sequence[Match], sources: Mapping[str, S
     """The definitions as the tool shows them: for each, a line saying what and where, then its
     lines numbered as read_file numbers them (`path, lines A-B of N:` and `  n: text`)."""
     if not matches:
+        local = local_assignments(index, sources, asked)
+        if local:
+            return local
         close = index.close_names(asked)
         hint = f" Close names: {', '.join(close)}." if close else ""
         return (
@@ -382,3 +385,35 @@ def _numbered(lines: Sequence[str], numbers: Iterable[int]) -> list[str]:
     numbers = list(numbers)
     width = len(str(max(numbers))) if numbers else 1
     return [f"{n:>{width}}: {lines[n - 1].rstrip()[:200]}" for n in numbers]
+
+
+MAX_LOCAL = 5
+
+
+def local_assignments(index: SymbolIndex, sources: Mapping[str, Sequence[str]], asked: str) -> str:
+    """A name the index does not hold (a variable local to a function): where it is assigned,
+    each line with its neighbours and the function it is in; '' when it is assigned nowhere."""
+    name = clean_name(asked).split(".")[-1]
+    if not name:
+        return ""
+    pattern = re.compile(rf"^\s*(?:self\.)?{re.escape(name)}\s*(?::[^=]+)?(?:[-+*/|&]?=)(?!=)")
+    hits = [(path, n) for path in sorted(sources) for n, line in enumerate(sources[path], 1) if pattern.match(line)]
+    if not hits:
+        return ""
+    hits.sort(key=lambda h: _rank(Definition(name, name, "variable", h[0], h[1], h[1])))
+    out = [f"{name} is not a class, function, method or module-level name; it is assigned in {len(hits)} place(s):"]
+    for path, n in hits[:MAX_LOCAL]:
+        lines = sources[path]
+        scope = _enclosing(index, path, n)
+        out.append(f"{name} in {scope or 'module level'} ({path} line {n}):")
+        first, last = max(1, n - 2), min(len(lines), n + 2)
+        out.append(f"{path}, lines {first}-{last} of {len(lines)}:")
+        out += _numbered(lines, range(first, last + 1))
+    if len(hits) > MAX_LOCAL:
+        out.append(f"({len(hits) - MAX_LOCAL} more places not shown)")
+    return "\n".join(out)
+
+
+def _enclosing(index: SymbolIndex, path: str, line: int) -> str:
+    inside = [d for d in index.definitions if d.path == path and d.kind in ("function", "method") and d.line <= line <= d.end_line]
+    return max(inside, key=lambda d: d.line).qualname if inside else ""

@@ -190,3 +190,16 @@ def test_other_languages_come_from_ctags(tmp_path: Path) -> None:
     (tmp_path / "shape.js").write_text("class Shape {\n  area() {\n    return 0;\n  }\n}\n\nfunction makeShape() {\n  return new Shape();\n}\n")
     out = find_definition(tmp_path, "makeShape")
     assert "makeShape is defined in shape.js line 7." in out and "7: function makeShape() {" in out
+
+
+def test_a_variable_local_to_a_function_is_found_where_it_is_assigned(tmp_path: Path) -> None:
+    (tmp_path / "poll.py").write_text(
+        "def wait(timeout):\n    interval_ms = 100.0\n    max_interval_ms = 800.0\n    while True:\n"
+        "        interval_ms = min(interval_ms * 2, max_interval_ms)\n"
+    )
+    out = find_definition(tmp_path, "max_interval_ms")
+    assert out.startswith("max_interval_ms is not a class, function, method or module-level name; it is assigned in 1 place(s):")
+    assert "max_interval_ms in wait (poll.py line 3):" in out and "3:     max_interval_ms = 800.0" in out
+    both = find_definition(tmp_path, "interval_ms")
+    assert "assigned in 2 place(s)" in both and "5:         interval_ms = min(" in both
+    assert find_definition(tmp_path, "nowhere_at_all").startswith("No definition named")

@@ -162,6 +162,8 @@ _ASKS: list[tuple[str, re.Pattern[str]]] = [
         r"\b(default|value|how (many|much|long|often)|what (number|size|limit|timeout|port|version|length)|"
         r"maximum|minimum|max\w*|min|limit|set to|initial|constant|threshold|interval|capacity|\w*size|"
         r"\w*len|length|upper|lower|at most|at least|falls? back)\b", re.I)),
+    ("name", re.compile(r"\b(which|what) (method|function|class|exception|attribute|constant|variable|property|decorator)\b"
+                        r"(?! does \w+ (subclass|inherit))", re.I)),
 ]
 _LITERAL = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])|(['\"]).+?\1|\b(True|False|None)\b")
 _STRING = re.compile(r"[fbr]?(['\"])(?P<s>.+?)\1")
@@ -171,7 +173,7 @@ _IDENT = re.compile(r"[A-Za-z_]\w{2,}")
 
 
 def ask_of(question: str) -> str:
-    """What the question asks for: base, override, message, value or any."""
+    """What the question asks for: name, base, override, message, value or any."""
     for kind, pattern in _ASKS:
         if pattern.search(question):
             return kind
@@ -209,6 +211,15 @@ def mismatch(question: str, answer: str, quote: str, classes: Mapping[str, tuple
         bases = set(_IDENT.findall(m["bases"]))
         if not any(b in answer for b in bases):
             return f"Your quote says the bases are ({m['bases'].strip()}), but your answer names none of them. Answer from the quote."
+        return None
+    if ask == "name":
+        named = _code_names(answer)
+        if named and not any(re.search(rf"(?<![\w.]){re.escape(n.split('.')[-1])}(?!\w)", q) for n in named):
+            return (
+                f"Your answer names {', '.join(f'`{n}`' for n in named[:3])}, and your quote does not show "
+                f"{'it' if len(named) == 1 else 'any of them'}. Quote the line that defines what you name "
+                "(its def or class line), e.g. from find_definition."
+            )
         return None
     if ask == "override":
         if not re.search(r"\b(def|class)\s+\w+", q):
@@ -299,6 +310,16 @@ def _about(name: str, question: str, classes: Mapping[str, tuple[str, ...]]) -> 
             return True
         frontier += bases
     return False
+
+
+_CODE = re.compile(r"`([^`\s]+)`|\b([A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)\b")
+
+
+def _code_names(answer: str) -> list[str]:
+    """The code names an answer gives: in backticks, or shaped like code (snake_case, CamelCase)."""
+    text = _SOURCE.sub(" ", answer)
+    names = [(a or b).strip("()") for a, b in _CODE.findall(text)]
+    return [n for n in dict.fromkeys(names) if n and not re.fullmatch(r"[\w/.-]+\.(py|md|txt|json|toml|yaml|yml)", n)]
 
 
 def _name_hint(text: str) -> str:

@@ -157,3 +157,15 @@ def test_quotes_match_whatever_their_case_and_plain_class_names_are_looked_up() 
     q = "At most how many locks does the Repository class keep in its LRU cache?"
     assert lookup_name(q, "", []) == "Repository"
     assert lookup_name("Which file defines it?", "", []) is None  # a sentence's first word is not a name
+
+
+def test_a_which_method_answer_must_quote_the_name_it_gives() -> None:
+    q = "Which method of the Application class takes a snapshot of an aggregate?"
+    assert ask_of(q) == "name" and ask_of("Which class does QueueFullError subclass?") == "base"
+    invented = mismatch(q, "The method `snapshot` takes it.", "class Application(Generic[TAggregateID]):")
+    assert invented and "`snapshot`" in invented
+    assert mismatch(q, "`take_snapshot` does.", "    def take_snapshot(self, aggregate_id, version=None):") is None
+    assert mismatch(q, "Application.take_snapshot does.", "def take_snapshot(self, aggregate_id):") is None
+    # an answer naming no code name is not judged by this rule
+    assert mismatch(q, "The snapshot method.", "def take_snapshot(self):") is None
+    assert mismatch("Which file defines Settings?", "`config.py`", "class Settings:") is None

@@ -6,7 +6,7 @@ registry for the rest: each workload's `RunKind` adds its own (`chorus run`, `re
     chorus events RUN_ID [--json]        a run's events in global order
     chorus log / state / replay / fork / diff / export
     chorus projections / snapshot / audit
-    chorus model                         assemble / check the local model
+    chorus model [serve | stop]          assemble / check the local model; keep its server up
 
 Exit status: 0 on success; 1 when a run fails; 2 for bad input or configuration
 (one line on stderr, nothing written to the log).
@@ -35,6 +35,7 @@ from actors.runtime.console import (
 )
 from actors.runtime.errors import UserError
 from actors.runtime.llm.local_model import ensure_model
+from actors.runtime.llm.local_server import LocalLlamaServer, stop_detached
 from actors.runtime.progress import describe
 from actors.runtime.registry import Registry
 from actors.runtime.replay import (
@@ -134,7 +135,14 @@ def _parser() -> argparse.ArgumentParser:
     export.add_argument("--out", type=Path, required=True)
     export.set_defaults(func=cmd_export)
 
-    model = sub.add_parser("model", help="assemble and verify the local model; print its path")
+    model = sub.add_parser(
+        "model",
+        help="assemble and verify the local model; print its path",
+        description="Without an action: assemble and verify the local model and print its path. "
+        "`serve` starts the embedded LLM server and leaves it running between runs (by default "
+        "each `chorus` process starts its own and stops it when it ends); `stop` stops it.",
+    )
+    model.add_argument("action", nargs="?", choices=("serve", "stop"))
     model.set_defaults(func=cmd_model)
 
     for kind in kinds[1:]:
@@ -262,7 +270,18 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_model(args: argparse.Namespace) -> int:
-    print(ensure_model(Settings.from_env()))
+    settings = Settings.from_env()
+    if args.action == "stop":
+        print(stop_detached(settings))
+        return 0
+    if args.action == "serve":
+        server = LocalLlamaServer(settings, detached=True).start()
+        if server.reused:
+            print(f"already running: {server.base_url}")
+        else:
+            print(f"serving {settings.llm_model} on {server.base_url} until `chorus model stop`")
+        return 0
+    print(ensure_model(settings))
     return 0
 
 

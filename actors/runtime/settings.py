@@ -54,6 +54,9 @@ class Settings(BaseModel):
     llm_port: int = 8765
     llm_context: int = 8192
     gguf_path: Path | None = None  # a user's own GGUF instead of the assembled default
+    # Where the default model is assembled: shared by every data directory (CHORUS_MODEL_DIR,
+    # from_env's default ~/.cache/chorus/models); None: data_dir/models.
+    model_dir: Path | None = None
     embedder: str = "minilm"
     embeddings_base_url: str | None = None
     embeddings_model: str = "text-embedding-3-small"
@@ -69,6 +72,10 @@ class Settings(BaseModel):
             "store_url": env.get("CHORUS_STORE_URL") or f"sqlite:///{data_dir / 'chorus.db'}",
             "llm_base_url": env.get("CHORUS_LLM_BASE_URL") or env.get("OPENAI_BASE_URL") or None,
             "llm_api_key": env.get("CHORUS_LLM_API_KEY") or env.get("OPENAI_API_KEY") or "not-needed",
+            "model_dir": Path(
+                env.get("CHORUS_MODEL_DIR")
+                or Path(env.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "chorus" / "models"
+            ).expanduser(),
         }
         if env.get("CHORUS_LLM_MODEL"):
             values["llm_model"] = env["CHORUS_LLM_MODEL"]
@@ -102,7 +109,7 @@ class Settings(BaseModel):
 
     @property
     def model_path(self) -> Path:
-        return self.gguf_path or self.data_dir / "models" / DEFAULT_MODEL_FILE
+        return self.gguf_path or (self.model_dir or self.data_dir / "models") / DEFAULT_MODEL_FILE
 
     @property
     def uses_embedded_llm(self) -> bool:

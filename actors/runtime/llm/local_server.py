@@ -1,9 +1,14 @@
 """The embedded LLM endpoint: llama-cpp-python's OpenAI-compatible server on loopback.
 
-Started by Chorus when no endpoint is configured and stopped with it. If something already
-answers on the port (a server left from another run, or one the user started), it is reused
-and left running. The server loads whatever model it was given and answers to any model name
-a request sends (we also register `settings.llm_model` as its alias).
+Started by Chorus when no endpoint is configured, and stopped with it: at exit, on SIGTERM
+(the server is stopped, then the process dies of the signal as it would have), and, when the
+`chorus` process is killed outright, by the server itself (it runs under
+`actors.runtime.llm.child`, which watches its parent). `chorus model serve` starts one that
+stays up between runs; `chorus model stop` stops it.
+
+A server already answering on the port is adopted knowingly: only if it serves
+`settings.llm_model` (said once on stderr), and left running. One that serves another model
+is refused with a one-line error, never used silently.
 
     with LocalLlamaServer(settings) as server:
         provider = provider_from_settings(settings, base_url=server.base_url)
@@ -15,10 +20,13 @@ import atexit
 import importlib.util
 import json
 import os
+import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
+import weakref
 import urllib.error
 import urllib.request
 from pathlib import Path
@@ -38,13 +46,51 @@ class LocalServerError(Exception):
 BUSY_WAIT_S = 180.0  # how long a taken port may stay silent before it is not a server
 
 
-def answers(port: int, timeout: float = 2.0) -> bool:
-    """True if an OpenAI-compatible server answers GET /v1/models on loopback:`port`."""
+def served_models(port: int, timeout: float = 2.0) -> list[str] | None:
+    """The model ids an OpenAI-compatible server on loopback:`port` lists at GET /v1/models,
+    or None when nothing answers so."""
     try:
         with urllib.request.urlopen(f"http://{HOST}:{port}/v1/models", timeout=timeout) as r:
-            return r.status == 200 and "data" in json.loads(r.read() or b"{}")
-    except (OSError, ValueError, urllib.error.URLError):
-        return False
+            body = json.loads(r.read() or b"{}")
+            if r.status != 200 or not isinstance(body.get("data"), list):
+                return None
+            return [str(m.get("id")) for m in body["data"] if isinstance(m, dict)]
+    except (OSError, ValueError, AttributeError, urllib.error.URLError):
+        return None
+
+
+def answers(port: int, timeout: float = 2.0) -> bool:
+    """True if an OpenAI-compatible server answers GET /v1/models on loopback:`port`."""
+    return served_models(port, timeout) is not None
+
+
+def pid_file(settings: Any) -> Path:
+    """Where `chorus model serve` notes the server it left running."""
+    return Path(settings.data_dir) / "run" / f"llama-server-{int(settings.llm_port)}.json"
+
+
+_ADOPTED: set[int] = set()  # ports whose adoption was said on stderr (once per process)
+_LIVE: weakref.WeakSet[LocalLlamaServer] = weakref.WeakSet()  # servers this process started
+_SIGNALS_SET = False
+
+
+def _stop_live_servers_then_die(signum: int, frame: Any) -> None:
+    for server in list(_LIVE):
+        server.stop()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)  # die of the signal as we would have, with its exit status
+
+
+def _stop_on_signals() -> None:
+    """SIGTERM and SIGHUP skip atexit: stop our servers first. Only the main thread can set
+    handlers, and a handler someone else set is left alone."""
+    global _SIGNALS_SET
+    if _SIGNALS_SET or threading.current_thread() is not threading.main_thread():
+        return
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        if signal.getsignal(sig) in (signal.SIG_DFL, None):
+            signal.signal(sig, _stop_live_servers_then_die)
+    _SIGNALS_SET = True
 
 
 def _port_free(port: int) -> bool:
@@ -75,6 +121,7 @@ class LocalLlamaServer:
         *,
         n_threads: int | None = None,
         start_timeout_s: float = 300.0,
+        detached: bool = False,
     ) -> None:
         self.settings = settings
         self.port = int(settings.llm_port)
@@ -82,6 +129,7 @@ class LocalLlamaServer:
         self.start_timeout_s = start_timeout_s
         self.log_path = Path(settings.data_dir) / "logs" / "llama-server.log"
         self.reused = False
+        self.detached = detached  # `chorus model serve`: stays up after this process
         self.started_in_s: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -105,24 +153,47 @@ class LocalLlamaServer:
             "--n_threads", str(self.n_threads),
         ]  # fmt: skip
 
+    def launch(self, model: Path) -> list[str]:
+        """The command that runs: the server under the wrapper that stops it when this process
+        is gone (a detached server watches nothing)."""
+        cmd = self.command(model)
+        return [cmd[0], "-m", "actors.runtime.llm.child", str(0 if self.detached else os.getpid()), *cmd[1:]]
+
+    def _adopt(self, models: list[str], started: float) -> LocalLlamaServer:
+        want = self.settings.llm_model
+        if want not in models:
+            shown = ", ".join(models[:5]) or "none"
+            raise LocalServerError(
+                f"port {self.port} on {HOST} already serves another model ({shown}), not {want}; "
+                "stop that server or set CHORUS_LLM_PORT to a free port"
+            )
+        if self.port not in _ADOPTED:
+            _ADOPTED.add(self.port)
+            print(
+                f"chorus: using the LLM server already running on {self.base_url} (model {want}); "
+                "it was not started by this process and is left running",
+                file=sys.stderr,
+            )
+        self.reused = True
+        self.started_in_s = time.monotonic() - started
+        return self
+
     def start(self) -> LocalLlamaServer:
         if self.running:
             return self
         started = time.monotonic()
-        if answers(self.port):
-            self.reused = True
-            self.started_in_s = time.monotonic() - started
-            return self
+        models = served_models(self.port)
+        if models is not None:
+            return self._adopt(models, started)
         check_installed()
         if not _port_free(self.port):
             # Taken: perhaps by another Chorus process's server, busy with a long completion
             # (llama.cpp answers nothing while it computes). Give it time before giving up.
             deadline = time.monotonic() + BUSY_WAIT_S
             while time.monotonic() < deadline:
-                if answers(self.port, timeout=5.0):
-                    self.reused = True
-                    self.started_in_s = time.monotonic() - started
-                    return self
+                models = served_models(self.port, timeout=5.0)
+                if models is not None:
+                    return self._adopt(models, started)
                 time.sleep(1.0)
             raise LocalServerError(
                 f"port {self.port} on {HOST} is taken by something that did not answer as an "
@@ -131,12 +202,17 @@ class LocalLlamaServer:
         model = ensure_model(self.settings)
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self._log = open(self.log_path, "ab")
-        cmd = self.command(model)
+        cmd = self.launch(model)
         self._log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n".encode())
         self._log.flush()
         print(f"chorus: starting the local LLM server on {self.base_url} (log: {self.log_path})", file=sys.stderr)
-        self._proc = subprocess.Popen(cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        atexit.register(self.stop)
+        self._proc = subprocess.Popen(
+            cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
+        )
+        if not self.detached:
+            _LIVE.add(self)
+            atexit.register(self.stop)
+            _stop_on_signals()
         deadline = started + self.start_timeout_s
         while True:
             code = self._proc.poll()
@@ -158,18 +234,25 @@ class LocalLlamaServer:
                 )
             time.sleep(0.25)
         self.started_in_s = time.monotonic() - started
+        if self.detached:
+            note = {"pid": self._proc.pid, "port": self.port, "model": self.settings.llm_model}
+            pid_file(self.settings).parent.mkdir(parents=True, exist_ok=True)
+            pid_file(self.settings).write_text(json.dumps(note))
+            self._proc = None  # ours no more: `chorus model stop` ends it
+            self._close_log()
         return self
 
     def stop(self) -> None:
         """Stop the server if we started it; a reused one is left running."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
-            proc.terminate()
+            _end_group(proc.pid)
             try:
                 proc.wait(timeout=15)
             except subprocess.TimeoutExpired:
-                proc.kill()
+                _end_group(proc.pid, signal.SIGKILL)
                 proc.wait(timeout=5)
+        _LIVE.discard(self)
         self._close_log()
         self.reused = False
         atexit.unregister(self.stop)
@@ -191,3 +274,44 @@ class LocalLlamaServer:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _end_group(pid: int, sig: int = signal.SIGTERM) -> None:
+    try:
+        os.killpg(pid, sig)  # the server runs in a session of its own
+    except (ProcessLookupError, PermissionError):
+        pass
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def stop_detached(settings: Any, timeout_s: float = 20.0) -> str:
+    """Stop the server `chorus model serve` left on `settings.llm_port`; what happened, in a line.
+    Raises LocalServerError when there is none to stop."""
+    path = pid_file(settings)
+    try:
+        note = json.loads(path.read_text())
+        pid = int(note["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        if answers(int(settings.llm_port)):
+            raise LocalServerError(
+                f"the server on port {settings.llm_port} was not started by `chorus model serve`; not stopping it"
+            ) from None
+        raise LocalServerError(f"no local LLM server is running on port {settings.llm_port}") from None
+    if _alive(pid):
+        _end_group(pid)
+        deadline = time.monotonic() + timeout_s
+        while _alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.2)
+        if _alive(pid):
+            _end_group(pid, signal.SIGKILL)
+    path.unlink(missing_ok=True)
+    return f"stopped the local LLM server on port {settings.llm_port} (pid {pid})"

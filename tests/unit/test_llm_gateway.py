@@ -23,11 +23,11 @@ from actors.runtime.llm.gateway import LlmGateway, LlmOutcome
 from actors.runtime.llm.providers import (
     LlmProvider,
     OpenAIProvider,
-    ReplayProvider,
     parse_json_object,
     provider_from_settings,
 )
 from actors.runtime.llm.testing import ScriptedProvider
+from actors.runtime.perform import ReplayEffects
 from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult, ReplayDivergence
 from actors.runtime.registry import Registry
 from actors.runtime.settings import Settings
@@ -348,26 +348,26 @@ def through_store(events: list[Any]) -> list[Any]:
     return [decode_event(e.type_name, "agent-1", i, encode_event(e)) for i, e in enumerate(events, 1)]
 
 
-class TestReplayProvider:
+class TestReplayEffects:
+    """What `chorus replay` serves recorded completions with (actors.runtime.perform)."""
+
     requests = [req("first"), req("second", schema=SCHEMA, temperature=0.0), req("third")]
     replies = ["a", '{"thought": "t", "answer": "b"}', "c"]
 
     def test_serves_the_recording_in_order_and_reproduces_the_events(self) -> None:
         recorded = through_store(record(self.requests, self.replies))
-        replay = ReplayProvider.from_events(recorded)
-        assert replay.remaining == 3
-        gateway = LlmGateway(replay)
-        replayed = [e for i, r in enumerate(self.requests, 1) for e in gateway.call(r, i).events]
+        replay = ReplayEffects(recorded)
+        replayed = [e for i, r in enumerate(self.requests, 1) for e in replay.llm(r, i)]
         llm_events = [e for e in recorded if isinstance(e, (LlmRequested, LlmCompleted))]
         assert [e.payload() for e in replayed] == [e.payload() for e in llm_events]
-        assert replay.remaining == 0
+        assert replay.live_calls == 0
 
     def test_a_different_request_diverges_and_says_where(self) -> None:
-        replay = ReplayProvider.from_events(through_store(record(self.requests, self.replies)))
-        replay.complete(self.requests[0])
+        replay = ReplayEffects(through_store(record(self.requests, self.replies)))
+        replay.llm(self.requests[0], 1)
         changed = req("second, but worded differently", schema=SCHEMA, temperature=0.0)
         with pytest.raises(ReplayDivergence) as info:
-            replay.complete(changed)
+            replay.llm(changed, 2)
         e = info.value
         assert e.call_index == 2
         assert e.expected_hash == self.requests[1].hash() and e.actual_hash == changed.hash()
@@ -378,20 +378,19 @@ class TestReplayProvider:
         assert pickle.loads(pickle.dumps(e)).call_index == 2
 
     def test_changed_parameters_are_named(self) -> None:
-        replay = ReplayProvider.from_events(record(self.requests[:1], self.replies))
+        replay = ReplayEffects(record(self.requests[:1], self.replies))
         with pytest.raises(ReplayDivergence) as info:
-            replay.complete(req("first", temperature=0.7))
+            replay.llm(req("first", temperature=0.7), 1)
         assert "params" in str(info.value)
 
-    def test_exhausted_recording_fails_closed(self) -> None:
-        replay = ReplayProvider.from_events(record(self.requests[:1], self.replies))
-        replay.complete(self.requests[0])
+    def test_a_call_the_log_does_not_hold_fails_closed(self) -> None:
+        replay = ReplayEffects(record(self.requests[:1], self.replies))
+        replay.llm(self.requests[0], 1)
         with pytest.raises(ReplayDivergence) as info:
-            LlmGateway(replay).call(self.requests[1], 2)  # propagates: not an LlmFailed
+            replay.llm(self.requests[1], 2)
         assert info.value.call_index == 2 and info.value.expected_hash is None
-        assert "exhausted" in str(info.value)
 
-    def test_recorded_failure_is_raised_again(self) -> None:
+    def test_a_recorded_failure_is_served_as_the_same_failure(self) -> None:
         request = req("x")
         requested = LlmRequested(
             model=request.model, messages=request.messages, request_hash=request.hash(), call_index=1
@@ -401,14 +400,9 @@ class TestReplayProvider:
             call_index=1,
             error=LlmError("timeout", "no answer in time").error,
         )
-        outcome = LlmGateway(ReplayProvider([(requested, failed)])).call(request, 1)
-        assert outcome.error.reason == "timeout"
-        assert [type(e) for e in outcome.events] == [LlmRequested, LlmFailed]
-
-    def test_rejects_mismatched_pairs(self) -> None:
-        a, b = record(self.requests[:2], self.replies)[0], record(self.requests[1:2], self.replies)[1]
-        with pytest.raises(ValueError):
-            ReplayProvider([(a, b)])
+        served = ReplayEffects([requested, failed]).llm(request, 1)
+        assert [type(e) for e in served] == [LlmRequested, LlmFailed]
+        assert served[1].error.reason == "timeout"
 
 
 # -- the request hash -----------------------------------------------------------------------

@@ -2,9 +2,9 @@
 
 - `OpenAIProvider`: any OpenAI-compatible endpoint (OpenAI, Azure, vLLM, LM Studio, Ollama,
   llama.cpp), with our own retries so every attempt is ours to count and bound.
-- `ReplayProvider`: serves a recorded run's completions in order and never calls out.
 
-The test double (`ScriptedProvider`, canned replies) is in `actors.runtime.llm.testing`.
+The test double (`ScriptedProvider`, canned replies) is in `actors.runtime.llm.testing`; replay
+serves recorded completions through `actors.runtime.perform.ReplayEffects`, not a provider.
 
 Every adapter passes the shared test case in `tests/unit/test_llm_gateway.py`.
 """
@@ -17,14 +17,12 @@ import json
 import logging
 import random
 import time
-from collections.abc import Iterable
 from typing import Any, Protocol, runtime_checkable
 
 from actors.runtime.lazy_client import LazyClient
 from actors.runtime.llm.json_text import parse_json_object  # noqa: F401  (also re-exported)
-from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult, ReplayDivergence, check_recorded
+from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult
 from actors.runtime.registry import Registry
-from events.effects import LlmCompleted, LlmFailed, LlmRequested
 
 STRUCTURED_MODES = ("auto", "json_schema", "json_object")
 log = logging.getLogger("chorus.llm")
@@ -264,72 +262,6 @@ def classify_openai_error(e: Exception, base_url: str) -> tuple[bool, LlmError]:
         return False, LlmError("bad_request", f"{base_url} refused the request: {_describe(e)}", details)
     # APIResponseValidationError and other APIErrors: the server answered something unusable.
     return False, LlmError("server_error", f"unusable answer from {base_url}: {_describe(e)}", {"base_url": base_url})
-
-
-# -- replay ---------------------------------------------------------------------------------
-
-
-class ReplayProvider:
-    """Serves recorded completions in order. A request whose hash differs from the recorded
-    one, or a call past the end of the recording, raises `ReplayDivergence`: fail closed.
-    A recorded `LlmFailed` is raised again as the same `LlmError`."""
-
-    def __init__(self, pairs: Iterable[tuple[Any, Any]]) -> None:
-        self._pairs = list(pairs)
-        for i, (req, res) in enumerate(self._pairs, 1):
-            if not isinstance(req, LlmRequested) or not isinstance(res, (LlmCompleted, LlmFailed)):
-                raise TypeError(
-                    f"recorded pair {i} is ({type(req).__name__}, {type(res).__name__}); "
-                    "expected (LlmRequested, LlmCompleted | LlmFailed)"
-                )
-            if res.request_hash != req.request_hash:
-                raise ValueError(f"recorded pair {i}: completion is for another request hash")
-        self.position = 0
-
-    @classmethod
-    def from_events(cls, events: Iterable[Any]) -> ReplayProvider:
-        """Pair each `LlmRequested` with the `LlmCompleted`/`LlmFailed` of the same call,
-        ignoring every other event; a request with no recorded outcome ends the recording."""
-        pairs: list[tuple[Any, Any]] = []
-        pending: Any = None
-        for event in events:
-            if isinstance(event, LlmRequested):
-                if pending is not None:
-                    break
-                pending = event
-            elif isinstance(event, (LlmCompleted, LlmFailed)) and pending is not None:
-                if event.call_index == pending.call_index and event.request_hash == pending.request_hash:
-                    pairs.append((pending, event))
-                    pending = None
-        return cls(pairs)
-
-    @property
-    def remaining(self) -> int:
-        return len(self._pairs) - self.position
-
-    def complete(self, request: LlmRequest) -> LlmResult:
-        actual_hash = request.hash()
-        if self.position >= len(self._pairs):
-            last_index = self._pairs[-1][0].call_index if self._pairs else 0
-            raise ReplayDivergence.between(last_index + 1, None, None, request)
-        recorded, outcome = self._pairs[self.position]
-        if recorded.request_hash != actual_hash:
-            raise ReplayDivergence.between(
-                recorded.call_index, LlmRequest.from_recorded(recorded), recorded.request_hash, request
-            )
-        check_recorded(recorded)
-        self.position += 1
-        if isinstance(outcome, LlmFailed):
-            raise LlmError.from_info(outcome.error)
-        return LlmResult(
-            content=outcome.content,
-            parsed=outcome.parsed,
-            prompt_tokens=outcome.prompt_tokens,
-            completion_tokens=outcome.completion_tokens,
-            latency_s=outcome.latency_s,
-            model=outcome.model,
-            cost_usd=outcome.cost_usd,
-        )
 
 
 # -- configuration --------------------------------------------------------------------------

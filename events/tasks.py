@@ -15,7 +15,7 @@ from events.base import Event
 from events.registry import event_type
 
 TaskStatus = Literal["COMPLETE", "FAILED", "CONTINUATION"]
-WorkflowKind = Literal["sexp", "task", "query"]
+WorkflowKind = Literal["sexp", "task", "query", "request"]  # request: plain words matched to a template
 
 
 @event_type("WorkflowStarted")
@@ -50,6 +50,18 @@ class TaskCalled(Event):
     task: str
     params: dict[str, Any] = {}
     reason: str = "call"  # "call", "continuation", "dispatch", "context"
+
+
+@event_type("TemplateMatched")
+class TemplateMatched(Event):
+    """A plain-language request was matched to an atomic task template: which, and why."""
+
+    request: str
+    template: str
+    score: float
+    why: str
+    params: dict[str, Any] = {}
+    candidates: list[dict[str, Any]] = []  # the best few: name, score, matched words
 
 
 @event_type("TaskReturned")

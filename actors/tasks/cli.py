@@ -45,7 +45,8 @@ _FLOAT = re.compile(r"-?[0-9]+\.[0-9]+\Z")
 
 def add_parsers(sub: Any) -> None:
     p = sub.add_parser("task", help="run a task workflow: an S-expression, a task or tool name, or --repl")
-    p.add_argument("text", nargs="?", help="an S-expression '(...)', or an atomic task / direct tool name")
+    p.add_argument("text", nargs="?", help="an S-expression '(...)', an atomic task / direct tool name, or a plain request "
+                   "matched to the best task template")
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                    help="a parameter of the task or tool; in an S-expression, a variable")  # fmt: skip
     p.add_argument("--file", "-f", type=Path, help="read the S-expression from this file")

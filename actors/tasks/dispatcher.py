@@ -14,11 +14,12 @@ from collections.abc import Callable
 from typing import Any
 
 from actors.tasks.handler import Handler
-from actors.tasks.memory import ContextGenerationInput
+from actors.tasks.matching import match_template, score_templates
+from actors.tasks.memory import MATCHING_TASK, ContextGenerationInput
 from actors.tasks.result import SubtaskRequest, TaskResult, complete, failed
 from actors.tasks.sexp.evaluator import EvalLimits, SexpEvaluator
 from actors.tasks.task_system import TaskSystem
-from events.tasks import StepEvaluated
+from events.tasks import StepEvaluated, TemplateMatched
 
 PASSTHROUGH_SYSTEM = (
     "You are a helpful assistant answering questions about the user's project. "
@@ -104,6 +105,44 @@ class Dispatcher:
             f"{ident!r} is neither an atomic task ({', '.join(sorted(self.tasks.templates)) or 'none'}) "
             f"nor a direct tool ({', '.join(sorted(self.tools.tools)) or 'none'})",
         )
+
+    def execute_request(self, text: str, params: dict[str, Any] | None = None) -> TaskResult:
+        """A plain-language request: the highest-scoring atomic task template runs, with the
+        parameters bound from the request (seed 001). Which template and why is recorded
+        before it runs; no match, or a match whose required parameters cannot be bound, is a
+        FAILED result that says so."""
+        pool = [t for name, t in self.tasks.templates.items() if name != MATCHING_TASK]
+        match = match_template(text, pool, params or {})
+        if match is None:
+            best = score_templates(text, pool)[:3]
+            shown = "; ".join(f"{c.name} {c.score:.2f}" for c in best) or "no templates"
+            return failed(
+                "task_not_found",
+                "no_template_matched",
+                f"no atomic task template matches {text.strip()[:80]!r} (best: {shown}); "
+                "name a task or tool, or write an S-expression",
+                {"candidates": [{"name": c.name, "score": c.score} for c in best]},
+            )
+        self.world.note(
+            TemplateMatched(
+                request=text,
+                template=match.template,
+                score=match.score,
+                why=match.why,
+                params=match.params,
+                candidates=[{"name": c.name, "score": c.score, "matched": list(c.matched)} for c in match.candidates],
+            )
+        )
+        if match.missing:
+            return failed(
+                "task_failure",
+                "missing_params",
+                f"{match.template} matched the request ({match.why}) but needs {', '.join(match.missing)}: "
+                "give them with --param KEY=VALUE",
+                {"template": match.template, "missing": match.missing},
+            )
+        evaluator = SexpEvaluator(self.world, self.limits, self.elapsed)
+        return evaluator.run_task(SubtaskRequest(name=match.template, params=match.params))
 
     def handle_query(self, query: str, history: list[dict[str, Any]]) -> TaskResult:
         # The conversation so far is the inherited context: a follow-up question ("which file

@@ -37,6 +37,8 @@ def describe_workflow(e: Event) -> str | None:
         )
     if t == "StepEvaluated":
         return f"{'  ' * min(d.depth - 1, MAX_INDENT)}· {_short(d.form, 100)}"
+    if t == "TemplateMatched":
+        return f"matched template {d.template} ({_short(d.why, 100)})"
     if t == "TaskCalled":
         via = "" if d.reason == "call" else f" [{d.reason}]"
         return f"  → task {d.task}({_short(_args(d.params), 100)}){via}"

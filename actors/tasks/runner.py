@@ -26,10 +26,12 @@ from actors.runtime.run import Complete, Fail, RunLifecycle, Start, Submit, run_
 from actors.runtime.shell import ActorShell
 from actors.tasks.dispatcher import is_sexp
 from actors.tasks.fork import fork_effects
-from actors.tasks.memory import index_workspace
+from actors.tasks.matching import match_template
+from actors.tasks.memory import MATCHING_TASK, index_workspace
 from actors.tasks.result import TaskResult
 from actors.tasks.sexp.parser import Symbol, parse_program
 from actors.tasks.templates import (
+    AtomicTemplate,
     TemplateError,
     builtin_sources,
     load_dir,
@@ -83,7 +85,7 @@ def prepare(
     """The start of a workflow, or ValueError (ParseError, TemplateError, ...) for bad input."""
     if not text.strip():
         raise ValueError("nothing to run: give an S-expression, a task or tool name, or a question")
-    kind = kind or ("sexp" if is_sexp(text) else "task")
+    kind = kind or ("sexp" if is_sexp(text) else "task" if IDENTIFIER.match(text.strip()) else "request")
     if kind == "sexp":
         parse_program(text)  # ParseError: line, column, what was expected
     elif kind == "task" and not IDENTIFIER.match(text.strip()):
@@ -153,8 +155,18 @@ def needs_llm(start: StartWorkflow) -> bool:
         return True
     if start.kind == "task":
         return start.text.strip() in _template_names(start)
+    if start.kind == "request":
+        pool = [t for t in _templates(start) if t.name != MATCHING_TASK]
+        return match_template(start.text, pool, start.params) is not None
     names = _template_names(start) | WORLD_FORMS
     return any(isinstance(s, Symbol) and s.name in names for s in _atoms(parse_program(start.text)))
+
+
+def _templates(start: StartWorkflow) -> list[AtomicTemplate]:
+    try:
+        return [parse_template(src) for src in start.templates.values()]
+    except TemplateError:
+        return []
 
 
 def _template_names(start: StartWorkflow) -> set[str]:

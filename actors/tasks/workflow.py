@@ -75,7 +75,7 @@ class WorkflowState(State):
 
 
 class StartWorkflow(Command):
-    kind: Literal["sexp", "task", "query"]
+    kind: Literal["sexp", "task", "query", "request"]
     text: str
     params: dict[str, Any] = {}
     templates: dict[str, str] = {}
@@ -228,6 +228,8 @@ def execute_workflow(
     dispatcher = build_dispatcher(state, journal, elapsed)
     if state.kind == "query":
         result = dispatcher.handle_query(state.text, state.history)
+    elif state.kind == "request":
+        result = dispatcher.execute_request(state.text, state.params)
     else:
         result = dispatcher.execute_programmatic_task(state.text, state.params)
     journal.flush()

@@ -318,12 +318,13 @@ def test_only_workflows_that_can_call_a_model_need_one():
     [
         ("(+ 1", r"line 1, column 1: the '\(' at line 1, column 1 is never closed"),
         ("   ", "nothing to run"),
-        ("two words", "neither an S-expression"),
     ],
 )
 def test_bad_input_is_refused_before_anything_is_written(text, message):
     with pytest.raises(ValueError, match=message):
         prepare(text, workspace=".")
+    with pytest.raises(ValueError, match="neither an S-expression"):
+        prepare("two words", kind="task", workspace=".")  # plain words are a request, not a task name
 
 
 def test_bad_options_are_refused_before_anything_is_written(tmp_path):

@@ -123,3 +123,13 @@ def pytest_collection_modifyitems(config, items) -> None:
         params = callspec.params.values() if callspec is not None else ()
         if "postgres_url" in names or "postgres" in params:
             item.add_marker(pytest.mark.postgres)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config) -> None:
+    """Figures some tests measure as they run (e.g. the fixture mutation score)."""
+    import sys
+
+    module = next((m for name, m in sys.modules.items() if name.endswith("test_fixture_mutations")), None)
+    line = module.pytest_terminal_summary_line() if module else None
+    if line:
+        terminalreporter.write_line(line)

@@ -109,7 +109,7 @@ def test_debugging_commands_on_a_recorded_run(env, tmp_path):
 
     exported = chorus("export", "abc123", "--out", str(tmp_path / "f.jsonl"), env=env)
     assert exported.returncode == 0
-    assert len((tmp_path / "f.jsonl").read_text().splitlines()) == before
+    assert len((tmp_path / "f.jsonl").read_text().splitlines()) == before + 1  # the events, and the seal
     assert positions(env["CHORUS_STORE_URL"]) == before  # none of these writes to the log
 
 
@@ -128,6 +128,7 @@ def test_debugging_commands_on_a_recorded_run(env, tmp_path):
 def test_debugging_commands_refuse_bad_input_in_one_line(env, tmp_path, args, message):
     fixture = Path(__file__).parents[1] / "fixtures" / "runs" / "scripted_search_read_answer.jsonl"
     rows = [json.loads(line) for line in fixture.read_text().splitlines()]
+    rows = [{k: v for k, v in r.items() if k != "digest"} for r in rows if "seal" not in r]  # unsealed
     rows[1]["schema_version"] = 7  # written by a future version of the code
     newer = tmp_path / "newer.jsonl"
     newer.write_text("\n".join(json.dumps(r) for r in rows))

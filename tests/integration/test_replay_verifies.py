@@ -14,6 +14,7 @@ import pytest
 
 from actors.runtime.llm.types import RecordEdited
 from actors.runtime.replay import load_fixture, replay_run
+from actors.runtime.replay.fixtures import sealed_text
 from actors.runtime.run import RunLifecycle, Submit, run_stream
 from actors.runtime.shell import ActorShell
 from events.store import EventStore
@@ -22,14 +23,16 @@ FIXTURE = Path(__file__).parents[1] / "fixtures" / "runs" / "scripted_search_rea
 
 
 def edited_fixture(tmp_path: Path, call: int = 1) -> Path:
-    """The fixture with LLM call `call`'s system prompt changed; its stored hash kept."""
+    """The fixture with LLM call `call`'s system prompt changed; its stored hash kept, and the
+    file resealed, as a forger would, so that only the request hash can tell."""
     rows = [json.loads(line) for line in FIXTURE.read_text().splitlines() if line.strip()]
+    rows = [r for r in rows if "seal" not in r]
     requested = [r for r in rows if r["type"] == "LlmRequested"]
     messages = requested[call - 1]["payload"]["messages"]
     messages[0]["content"] = messages[0]["content"].replace("You answer", "You (edited) answer", 1)
     assert "(edited)" in messages[0]["content"]
     out = tmp_path / "edited.jsonl"
-    out.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out.write_text(sealed_text(rows))
     return out
 
 

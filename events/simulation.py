@@ -12,12 +12,17 @@ World events (what `actors.simulation.world.apply` folds):
     EntityMoved           an entity (a synth's body, say) went to a location; what it
                           carries goes with it
     EntityContained       an entity went into another (a taken item into its taker's body)
+    EntityCreated         an entity was added (an admin patch): placed in a location or
+                          inside another entity
     ComponentChanged      properties of one component of one entity were set
     EnvironmentChanged    ambient values (light, weather, ...) were set
     Communicated          a CommunicationEvent: who said what, where, and who heard it
 
 Director events:
     StimulusQueued        external input, delivered through perception on the next cycle
+    PatchCommitted        an admin patch (typed operations) whose invariants held: its world
+                          and synth events were appended with it, in one transaction; it
+                          names the principal who applied it
     CycleCommitted        a cycle's invariants held: its events were appended with it, in
                           one transaction across the world, director and synth streams
     CycleRolledBack       an invariant failed: nothing of the cycle reached the world
@@ -26,6 +31,7 @@ Synth events (besides the gateway's LlmRequested / LlmCompleted / LlmFailed):
     SynthCreated          identity, body, senses, inner state, beliefs, projects, memories
     SynthCognized         what one cognitive call changed in the synth's mind, and the
                           intents it chose (committed with its cycle)
+    SynthPatched          fields of the mind an admin patch replaced (beliefs, memories)
 
 Payloads are plain data (dicts of the kernel's models), so this module imports nothing of
 the simulation's code and a log stays readable without it.
@@ -75,6 +81,11 @@ class EntityContained(Event):
     container_id: str
 
 
+@event_type("EntityCreated")
+class EntityCreated(Event):
+    entity: dict[str, Any]  # actors.simulation.world.EntityNode, dumped (its contents empty)
+
+
 @event_type("ComponentChanged")
 class ComponentChanged(Event):
     entity_id: str
@@ -101,7 +112,7 @@ class Communicated(Event):
 
 
 WORLD_EVENTS = (
-    WorldCreated, ClockAdvanced, ProcessTransitioned, EntityMoved, EntityContained,
+    WorldCreated, ClockAdvanced, ProcessTransitioned, EntityMoved, EntityContained, EntityCreated,
     ComponentChanged, EnvironmentChanged, Communicated,
 )  # fmt: skip
 
@@ -113,6 +124,7 @@ class StimulusQueued(Event):
     stimulus_id: str
     text: str
     source: str = "operator"  # who sent it, as synths perceive it
+    principal: str = ""  # who queued it over the control plane (its auth principal), if anyone
 
 
 @event_type("CycleCommitted")
@@ -136,6 +148,19 @@ class CycleRolledBack(Event):
     llm_calls: dict[str, list[int]] = {}
 
 
+@event_type("PatchCommitted")
+class PatchCommitted(Event):
+    """An admin patch, committed: `operations` as applied (refs resolved to ids), so
+    replay re-applies exactly them; the world and synth events it made precede it."""
+
+    patch_id: str
+    principal: str  # who applied it
+    operations: list[dict[str, Any]]
+    note: str = ""
+    world_events: int = 0
+    synths: list[str] = []  # synth ids whose minds it changed
+
+
 # -- synths ------------------------------------------------------------------------------------
 
 
@@ -153,3 +178,10 @@ class SynthCognized(Event):
     intents: list[dict[str, Any]]  # ActuationIntent, dumped (a lone `wait` when invalid)
     attempts: int = 1
     error: str | None = None  # why the response was not used, when it was not
+
+
+@event_type("SynthPatched")
+class SynthPatched(Event):
+    """Fields of a synth's mind an admin patch replaced, each with its whole new value."""
+
+    changes: dict[str, Any]

@@ -41,6 +41,18 @@ if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ] || ! installed chorus "" || ! in
   echo "$WANT" > "$STAMP"
 fi
 
+# The timeline page's browser test drives Debian's chromium (a browser a tool downloads itself
+# does not run on these machines). Installed when we can (root with apt-get); otherwise said.
+if ! command -v chromium >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Debian's chromium for the page's browser test"
+    (apt-get install -y -q chromium >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q chromium >/dev/null; }) \
+      || say "could not install chromium: the browser test will fail under CI=true"
+  else
+    say "no chromium: install Debian's chromium package for the page's browser test (apt-get install chromium)"
+  fi
+fi
+
 # The local model: assembled once into $CHORUS_DATA_DIR/models (default ~/.chorus/models),
 # SHA-256 checked; later runs only compare a marker.
 "$PY" -m actors.runtime.llm.local_model >/dev/null

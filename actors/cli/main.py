@@ -22,7 +22,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from actors.cli import views
+from actors.cli import serve, views
 from actors.cli.paths import writable_file
 from actors.runtime.client import DEFAULT_LLM_PARAMS, Client
 from actors.runtime.console import (
@@ -153,6 +153,7 @@ def _parser() -> argparse.ArgumentParser:
         kind.add_eval_commands(evals)
     measure.set_defaults(func=lambda args: (measure.print_help(), 2)[1])
     views.add_parsers(sub)
+    serve.add_parser(sub)
     return p
 
 

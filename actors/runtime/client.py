@@ -22,12 +22,12 @@ import sys
 import threading
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 from actors.runtime.llm.local_server import LocalLlamaServer
 from actors.runtime.perform import tool_error_message
 from actors.runtime.registry import Registry
+from actors.runtime.result import RunResult
 from actors.runtime.run import (
     TERMINAL_TYPES,
     Cancel,
@@ -64,18 +64,6 @@ def check_endpoint(base_url: str, api_key: str, timeout_s: float = 5.0) -> None:
         httpx.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout_s)
     except httpx.HTTPError as e:
         raise LlmUnavailable(f"LLM endpoint {base_url} is unreachable: {type(e).__name__}: {e}") from e
-
-
-@dataclass(frozen=True)
-class RunResult:
-    run_id: str
-    status: str  # completed | failed | submitted | running
-    answer: str | None
-    error: ErrorInfo | None
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "completed"
 
 
 class RunHandle:
@@ -145,6 +133,20 @@ class RunHandle:
 
 
 class Client:
+    def __new__(cls, address: str | None = None, *args: Any, url: str | None = None, token: str | None = None, **kwargs: Any) -> Any:
+        """`Client(url="http://HOST:PORT", token=...)` is the same client over HTTP, talking to
+        `chorus serve` (actors.runtime.remote.RemoteClient: the same submit, events, wait)."""
+        if url is None and address and address.startswith(("http://", "https://")):
+            url = address
+        if url is not None:
+            # lazily: only a remote client needs httpx
+            from actors.runtime.remote import RemoteClient
+
+            return RemoteClient(url, token=token)
+        if token is not None:
+            raise ValueError("token= goes with url=: Client(url='http://HOST:PORT', token=...)")
+        return super().__new__(cls)
+
     def __init__(
         self,
         address: str | None = None,
@@ -153,6 +155,8 @@ class Client:
         llm: Any | None = None,
         namespace: str = "chorus",
         start_ray: bool = True,
+        url: str | None = None,  # see __new__
+        token: str | None = None,
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.address = address or os.environ.get("CHORUS_RAY_ADDRESS") or None

@@ -123,6 +123,12 @@ class Simulation:
             self._director = None
             self._synth_actors = {}
 
+    def shell(self) -> DirectorShell:
+        """The in-process director shell (as with `ray=False`): the canonical state, and
+        the commits (cycles, stimuli, admin patches) of a process that drives the session
+        itself, such as the HTTP control plane."""
+        return self._local_shell()
+
     # -- the actors -----------------------------------------------------------------------
 
     def _local_shell(self) -> DirectorShell:

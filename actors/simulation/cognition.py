@@ -32,7 +32,7 @@ from actors.simulation.synth import Belief, Memory, SynthState
 from actors.simulation.theory_of_mind import clip, update_mental_models
 from events.base import Event
 from events.effects import LlmCompleted, LlmFailed, LlmRequested
-from events.simulation import SynthCognized, SynthCreated
+from events.simulation import SynthCognized, SynthCreated, SynthPatched
 
 LlmCall = Callable[[LlmRequest, int], list[Event]]
 
@@ -287,6 +287,8 @@ def evolve(state: SynthState, event: Event) -> SynthState:
         return state.model_copy(
             update={"cognitions": state.cognitions + 1, "llm_calls": max(state.llm_calls, event.call_index)}
         )
+    if isinstance(event, SynthPatched):  # an admin patch: whole fields replaced
+        return SynthState.model_validate({**state.model_dump(mode="python"), **event.changes})
     return state  # LlmCompleted / LlmFailed: the SynthCognized that follows says what they meant
 
 

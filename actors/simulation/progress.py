@@ -10,6 +10,7 @@ from events.simulation import (
     Communicated,
     CycleCommitted,
     CycleRolledBack,
+    PatchCommitted,
     ProcessTransitioned,
     StimulusQueued,
     SynthCognized,
@@ -43,7 +44,12 @@ def describe(event: Event, names: dict[str, str] | None = None, brief: bool = Fa
     if isinstance(event, SynthCreated):
         return f"synth {event.synth.get('identity', {}).get('name', '?')} created"
     if isinstance(event, StimulusQueued):
-        return f"stimulus queued from {event.source}: {event.text!r}"
+        by = f" by {event.principal}" if event.principal else ""
+        return f"stimulus queued from {event.source}{by}: {event.text!r}"
+    if isinstance(event, PatchCommitted):
+        ops = ", ".join(str(op.get("op", "?")) for op in event.operations) or "no operations"
+        note = f" — {event.note[:80]}" if event.note else ""
+        return f"patch {event.patch_id[:8]} committed by {event.principal}: {ops}{note}"
     if isinstance(event, SynthCognized):
         synth = who(event.stream_id.rsplit(":synth:", 1)[-1])
         actions = ", ".join(_intent(i, names) for i in event.intents) or "nothing"

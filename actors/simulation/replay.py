@@ -18,14 +18,14 @@ from typing import Any
 from actors.runtime.llm.types import LlmRequest, ReplayDivergence
 from actors.runtime.perform import ReplayEffects
 from actors.runtime.replay.report import Divergence, ReplayReport, first_difference
-from actors.simulation import cognition
+from actors.simulation import cognition, patches
 from actors.simulation.cognition import SynthMind
 from actors.simulation.director import CognitionTask, DirectorConfig
 from actors.simulation.session import DirectorShell
 from actors.simulation.streams import director_stream, is_synth_stream, synth_of, world_stream
 from events.base import Event
 from events.effects import LlmCompleted, LlmFailed, LlmRequested
-from events.simulation import CycleCommitted, CycleRolledBack, StimulusQueued
+from events.simulation import CycleCommitted, CycleRolledBack, PatchCommitted, StimulusQueued
 from events.store import EventStore, Recorded
 
 
@@ -74,7 +74,11 @@ def replay_session(records: list[Recorded], run_id: str, config: dict[str, Any] 
     try:
         for e in streams.get(ds, []):
             if isinstance(e, StimulusQueued):
-                shell.stimulus(e.text, e.source)
+                shell.stimulus(e.text, e.source, e.principal)
+            elif isinstance(e, PatchCommitted):  # re-applied as recorded (refs resolved)
+                c = shell.canonical
+                planned = patches.plan(c.world, c.synths, patches.parse_operations(e.operations))
+                shell.commit_patch(planned, e.principal, e.note)
             elif isinstance(e, CycleCommitted | CycleRolledBack):
                 _copy_uncommitted_calls(scratch, shell, run_id, synths, e.llm_calls)
                 shell.step(1)

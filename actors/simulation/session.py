@@ -23,7 +23,7 @@ from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.llm.types import LlmRequest
 from actors.runtime.run import UnknownRun
 from actors.runtime.shell import ShellSnapshot, utc_timestamp
-from actors.simulation import cognition, invariants
+from actors.simulation import cognition, invariants, patches
 from actors.simulation.cognition import SynthMind
 from actors.simulation.director import CognitionTask, CycleResult, DirectorConfig, DirectorState, evolve_director, run_cycle
 from actors.simulation.perception_policy import PerceptionPolicy
@@ -32,7 +32,7 @@ from actors.simulation.streams import director_stream, synth_stream, world_strea
 from actors.simulation.synth import SynthState
 from actors.simulation.world import World, apply, fold
 from events.base import Event
-from events.simulation import StimulusQueued, SynthCreated, WorldCreated
+from events.simulation import PatchCommitted, StimulusQueued, SynthCreated, SynthPatched, WorldCreated
 from events.store import EventStore, Recorded
 
 
@@ -219,6 +219,41 @@ class DirectorShell:
             for e in events:
                 c.synths[sid] = mind.evolve(c.synths[sid], e)
                 c.versions[synth_stream(self.run_id, sid)] = max(c.versions.get(synth_stream(self.run_id, sid), 0), e.version)
+        self._fold(recorded)
+        return recorded
+
+    def commit_patch(self, planned: patches.Planned, principal: str, note: str = "") -> list[Recorded]:
+        """Commit a valid admin patch (planned on this shell's canonical state) as one
+        transaction: its world events, each changed synth's `SynthPatched`, then the
+        `PatchCommitted` that names who applied it."""
+        if not planned.valid:
+            raise ValueError(f"the patch is not valid: {planned.violations[0].message}")
+        c = self.canonical
+        ws, ds = world_stream(self.run_id), director_stream(self.run_id)
+        director_version = c.versions.get(ds, 0)
+        done = PatchCommitted(
+            patch_id=patches.patch_id(self.run_id, director_version, planned.operations),
+            principal=principal,
+            operations=[op.model_dump(mode="json") for op in planned.operations],
+            note=note,
+            world_events=len(planned.world_events),
+            synths=sorted(planned.synth_changes),
+        )
+        batches: list[tuple[str, list[Event], int]] = []
+        if planned.world_events:
+            batches.append((ws, self._stamp(planned.world_events), c.versions.get(ws, 0)))
+        for sid, changes in sorted(planned.synth_changes.items()):
+            ss = synth_stream(self.run_id, sid)
+            batches.append((ss, self._stamp([SynthPatched(changes=changes)]), self.store.stream_version(ss)))
+        batches.append((ds, self._stamp([done]), director_version))
+        recorded = self.store.append_many(batches)
+        self._fold(recorded)
+        return recorded
+
+    def _fold(self, recorded: list[Recorded]) -> None:
+        c = self.canonical
+        ws, ds = world_stream(self.run_id), director_stream(self.run_id)
+        mind = SynthMind()
         for r in recorded:
             e = r.event
             if e.stream_id == ws:
@@ -231,17 +266,18 @@ class DirectorShell:
             c.versions[e.stream_id] = e.version
             if e.stream_id == ds:
                 self._verdict = r
-        return recorded
 
-    def stimulus(self, text: str, source: str = "operator") -> Recorded:
-        """Queue an outside stimulus: perceived on the next cycle, never written into the world."""
+    def stimulus(self, text: str, source: str = "operator", principal: str = "") -> Recorded:
+        """Queue an outside stimulus: perceived on the next cycle, never written into the
+        world. `principal`: who queued it over the control plane."""
         text = text.strip()
         if not text:
             raise ValueError("the stimulus is empty")
         ds = director_stream(self.run_id)
         number = len(self.canonical.director.pending) + self.canonical.versions.get(ds, 0) + 1
         stimulus_id = hashlib.sha256(f"{self.run_id}:{number}:{text}".encode()).hexdigest()[:12]
-        event = StimulusQueued(stimulus_id=stimulus_id, text=text, source=source).stamp(run_id=self.run_id)
+        event = StimulusQueued(stimulus_id=stimulus_id, text=text, source=source, principal=principal)
+        event = event.stamp(run_id=self.run_id)
         (recorded,) = self.store.append(ds, [event], self.canonical.versions.get(ds, 0))
         self.canonical.director = evolve_director(self.canonical.director, recorded.event)
         self.canonical.versions[ds] = recorded.event.version

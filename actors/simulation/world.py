@@ -28,6 +28,7 @@ from events.simulation import (
     Communicated,
     ComponentChanged,
     EntityContained,
+    EntityCreated,
     EntityMoved,
     EnvironmentChanged,
     ProcessTransitioned,
@@ -120,6 +121,9 @@ class World(BaseModel):
     def body_of(self, synth_id: str) -> EntityNode:
         return self.entities[synth_id]  # a synth's body entity has the synth's id
 
+    def add_entity(self, node: EntityNode) -> None:
+        self.entities[node.id] = node
+
     def working_copy(self) -> WorkingWorld:
         return WorkingWorld(self)
 
@@ -146,6 +150,7 @@ class WorldView(Protocol):
     def edit_location(self, location_id: str) -> LocationNode: ...
     def edit_process(self, process_id: str) -> ProcessState: ...
     def body_of(self, synth_id: str) -> EntityNode: ...
+    def add_entity(self, node: EntityNode) -> None: ...
 
 
 class WorkingWorld:
@@ -221,6 +226,10 @@ class WorkingWorld:
     def body_of(self, synth_id: str) -> EntityNode:
         return self.entity(synth_id)
 
+    def add_entity(self, node: EntityNode) -> None:
+        self._entities[node.id] = node
+        self.touched_entities.add(node.id)
+
 
 # -- the one way the world changes --------------------------------------------------------------
 
@@ -263,6 +272,20 @@ def apply(world: WorldView, event: Event) -> None:
         entity.container_id = container.id
         entity.carried_by_synth_id = container.synth_id or container.carried_by_synth_id
         _relocate(world, event.entity_id, container.location_id)
+    elif isinstance(event, EntityCreated):
+        node = EntityNode.model_validate(event.entity)
+        if world.has_entity(node.id):
+            raise WorldError(f"entity {node.id} exists already")
+        if node.location_id not in _location_ids(world, node.location_id):
+            raise WorldError(f"no location {node.location_id}")
+        holder = node.container_id
+        if holder is not None and not world.has_entity(holder):
+            raise WorldError(f"no entity {holder}")
+        unplaced = {"container_id": None, "carried_by_synth_id": None, "contained_entity_ids": []}
+        world.add_entity(node.model_copy(update=unplaced))
+        world.edit_location(node.location_id).contained_entity_ids.append(node.id)
+        if holder is not None:  # then into its container, as EntityContained puts it
+            apply(world, EntityContained(entity_id=node.id, container_id=holder))
     elif isinstance(event, Communicated | WorldCreated):
         pass  # speech changes minds, not the world; WorldCreated is the fold's start
 

@@ -1,0 +1,1 @@
+"""The HTTP control plane: a FastAPI app over the runtime (runs, events, SSE, sessions, page)."""

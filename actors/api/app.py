@@ -1,0 +1,138 @@
+"""The HTTP control plane as one FastAPI app: runs of every kind, their events as JSON and
+Server-Sent Events, the simulation sessions' lanes, and the timeline page.
+
+    create_app(settings=None, *, store=None, client=None, tokens=None)   # what tests build
+    uvicorn actors.api.app:build --factory                               # what `chorus serve` runs
+    serve run deploy/serve-api.yaml                                      # Ray Serve (actors.api.ray_serve)
+
+OpenAPI at /v1/openapi.json, docs at /v1/docs, the page at /.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from fastapi import FastAPI
+from fastapi.responses import FileResponse
+from fastapi.staticfiles import StaticFiles
+
+from actors.api import errors, health, runs
+from actors.api.auth import token_table
+from actors.api.health import OPEN_WARNING
+from actors.api.services import AttributingStore, Services
+from actors.runtime.client import Client
+from actors.runtime.settings import Settings
+from events.store import EventStore
+
+log = logging.getLogger("chorus.api")
+
+STATIC = Path(__file__).with_name("static")
+API_PREFIX = "/v1"
+
+
+def create_app(
+    settings: Settings | None = None,
+    *,
+    store: EventStore | None = None,
+    client: Client | None = None,
+    tokens: Any = None,
+) -> FastAPI:
+    """The app over `client` (else a local `Client(settings)`: local Ray, the settings' store
+    and model) and `store` (else the client's). `tokens`: a mapping token -> scope, a
+    `tok=scope,...` string, or None to read CHORUS_API_TOKENS / CHORUS_API_TOKENS_FILE;
+    an empty mapping leaves access open."""
+    table = token_table(tokens)
+    owns = client is None
+    if client is None:
+        client = Client(settings=settings or Settings.from_env())
+    settings = client.settings
+    if store is not None:
+        current = client.store.inner if isinstance(client.store, AttributingStore) else client.store
+        if current is not store:
+            if owns:
+                current.close()
+            client.store = store
+    raw = client.store.inner if isinstance(client.store, AttributingStore) else client.store
+    if not isinstance(client.store, AttributingStore):
+        client.store = AttributingStore(raw)  # type: ignore[assignment]
+    chorus = Services(settings=settings, client=client, store=raw, tokens_configured=len(table), owns_client=owns)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        if not table:
+            log.warning(OPEN_WARNING)
+        try:
+            yield
+        finally:
+            chorus.close()
+
+    app = FastAPI(
+        title="Chorus",
+        summary="The HTTP control plane of Chorus: runs of every workload, their events live, simulation sessions.",
+        version="1",
+        openapi_url=f"{API_PREFIX}/openapi.json",
+        docs_url=f"{API_PREFIX}/docs",
+        swagger_ui_oauth2_redirect_url=f"{API_PREFIX}/docs/oauth2-redirect",
+        redoc_url=None,
+        lifespan=lifespan,
+    )
+    app.state.chorus = chorus
+    app.state.chorus_tokens = table
+    errors.install(app)
+    app.include_router(health.build_router(), prefix=API_PREFIX)
+    app.include_router(runs.build_router(), prefix=API_PREFIX)
+    _include_sessions(app, chorus)
+    _serve_page(app)
+    return app
+
+
+def build() -> FastAPI:
+    """The app on the environment's settings and tokens (`uvicorn actors.api.app:build --factory`,
+    and each Ray Serve replica). Ray is joined (or started) now, on this thread, so the
+    first run submitted does not wait for it; without Ray the read routes still work."""
+    client = Client(settings=Settings.from_env())
+    try:
+        client.ensure_ray()
+    except Exception as e:  # noqa: BLE001 - reading runs needs no Ray
+        log.warning("Ray did not start (%s): runs cannot be submitted", e)
+    app = create_app(client=client)
+    app.state.chorus.owns_client = True
+    return app
+
+
+def _include_sessions(app: FastAPI, chorus: Services) -> None:
+    """The simulation sessions' router (actors/api/sessions.py), when it is there and imports."""
+    try:
+        from actors.api import sessions  # type: ignore[attr-defined]
+    except ImportError as e:
+        if getattr(e, "name", "") in ("actors.api.sessions",):
+            return
+        log.warning("simulation sessions are not served: actors.api.sessions does not import (%s)", e)
+        return
+    except Exception as e:  # noqa: BLE001 - a broken optional router must not take the app down
+        log.warning("simulation sessions are not served: actors.api.sessions does not import (%s)", e)
+        return
+    router = getattr(sessions, "router", None)
+    if router is None and callable(getattr(sessions, "build_router", None)):
+        build_router = sessions.build_router
+        wanted = inspect.signature(build_router).parameters
+        given = {"client": chorus.client, "store": chorus.store, "settings": chorus.settings, "services": chorus}
+        router = build_router(**{k: v for k, v in given.items() if k in wanted})
+    if router is not None:
+        app.include_router(router, prefix=f"{API_PREFIX}/sessions")
+
+
+def _serve_page(app: FastAPI) -> None:
+    index = STATIC / "index.html"
+    if not index.is_file():
+        return
+    app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    def page() -> FileResponse:
+        return FileResponse(index, headers={"Cache-Control": "no-cache"})

@@ -1,0 +1,255 @@
+"""Runs over HTTP, for every registered run kind: submit, list, read, events (JSON and
+SSE), cancel, fork, the replay verdict, the LLM call log, an actor's state, a diff.
+
+Every route calls what `chorus` and `Client` call (the runtime client, the runs and audit
+views, replay); none reimplements a workload.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Literal
+
+from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request
+from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
+
+from actors.api.auth import Principal, require
+from actors.api.errors import BAD_INPUT, COMMON_ERRORS, RUN_ERRORS, UNAVAILABLE
+from actors.api.live import LiveLog, page_reader, stream_run
+from actors.api.schemas import (
+    CancelIn,
+    DiffOut,
+    DivergenceOut,
+    EventBrief,
+    EventsPage,
+    ForkIn,
+    JsonBytes,
+    LlmLog,
+    ReplayOut,
+    RunDetail,
+    RunOutcome,
+    RunsPage,
+    StateOut,
+    SubmitIn,
+    Submitted,
+    event_dict,
+    json_bytes,
+    sse_frame,
+)
+from actors.api.services import REQUESTED_BY, Services, acting_as, services
+from actors.runtime.client import DEFAULT_LLM_PARAMS, RunResult
+from actors.runtime.registry import Registry
+from actors.runtime.replay import diff_runs, replay_run, state_at
+from actors.runtime.replay.state import UnknownStream
+from events.base import ENVELOPE_FIELDS, Event
+from projections.audit_query import AuditTrail
+from projections.runs import STATUSES, RunsView
+
+RunId = Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$", description="a run id")
+
+
+def build_router() -> APIRouter:
+    router = APIRouter(tags=["runs"])
+    read, operate = Depends(require("read")), Depends(require("operate"))
+
+    @router.post(
+        "/runs", status_code=202, response_model=Submitted,
+        responses={**COMMON_ERRORS, **BAD_INPUT, **UNAVAILABLE},
+        summary="Submit a run of any registered kind; 202 at once, the run proceeds in the background",
+    )  # fmt: skip
+    def submit(body: SubmitIn, who: Principal = operate, s: Services = Depends(services)) -> Submitted:
+        kind = Registry.run_kind(body.agent) if body.agent else Registry.default_run_kind()
+        with acting_as(who.name):
+            handle = s.client.submit(body.goal, agent=kind.name, budget=body.budget, **body.params)
+        s.keep(handle)
+        return Submitted(run_id=handle.run_id, agent=kind.name, status=s.client.run_state(handle.run_id).status)
+
+    @router.get("/runs", response_model=RunsPage, responses=COMMON_ERRORS, summary="Runs, newest first")
+    def list_runs(
+        kind: str | None = Query(None, description="only runs of this kind (agent)"),
+        status: Literal[STATUSES] | None = Query(None),  # type: ignore[valid-type]
+        limit: int = Query(50, ge=1, le=1000),
+        offset: int = Query(0, ge=0),
+        _: Principal = read,
+        s: Services = Depends(services),
+    ) -> RunsPage:
+        rows = RunsView.open(s.store).list(None, status=status, agent=kind)
+        return RunsPage.model_validate({"runs": rows[offset : offset + limit], "total": len(rows)})
+
+    @router.get("/runs/{run_id}", response_model=RunDetail, responses=RUN_ERRORS, summary="One run")
+    def get_run(run_id: str = RunId, _: Principal = read, s: Services = Depends(services)) -> RunDetail:
+        state = s.client.run_state(run_id)
+        row = RunsView.open(s.store).get(run_id) or {}
+        return RunDetail(
+            run_id=run_id,
+            status=state.status,
+            goal=state.goal,
+            agent=state.agent,
+            params=state.params,
+            budget=state.budget,
+            lead_stream=state.lead_stream,
+            result=state.result,
+            error=state.error.model_dump(mode="json") if state.error else None,
+            forked_from=state.forked_from,
+            requested_by=state.params.get(REQUESTED_BY),
+            submitted_at=row.get("submitted_at"),
+            ended_at=row.get("ended_at"),
+        )
+
+    @router.get(
+        "/runs/{run_id}/events", response_model=EventsPage, response_class=JsonBytes, responses=RUN_ERRORS,
+        summary="A run's events in global order, after a position",
+    )  # fmt: skip
+    def events(
+        run_id: str = RunId,
+        after: int = Query(0, ge=0, description="only events after this global position"),
+        limit: int = Query(1000, ge=1, le=10_000),
+        _: Principal = read,
+        s: Services = Depends(services),
+    ) -> JsonBytes:
+        start = max(after + 1, s.first_position(run_id))  # UnknownRun: 404
+        page = [event_dict(rec) for rec in itertools.islice(s.store.read_all(start, run_id=run_id), limit)]
+        return JsonBytes(json_bytes({"events": page, "last_position": page[-1]["position"] if page else after}))
+
+    @router.get(
+        "/runs/{run_id}/events/stream", responses={**RUN_ERRORS, 200: {"content": {"text/event-stream": {}},
+        "description": "Server-Sent Events: `id:` the global position, `event:` the type, `data:` the event's JSON"}},
+        summary="A run's events as Server-Sent Events, live; resume with Last-Event-ID or ?after=",
+    )  # fmt: skip
+    async def stream(
+        request: Request,
+        run_id: str = RunId,
+        after: int = Query(0, ge=0, description="start after this global position"),
+        last_event_id: str | None = Header(None, description="the last `id:` received: resume after it"),
+        _: Principal = read,
+        s: Services = Depends(services),
+    ) -> StreamingResponse:
+        first = await run_in_threadpool(s.first_position, run_id)  # UnknownRun: 404 before the stream starts
+        if last_event_id is not None and last_event_id.strip():
+            try:
+                after = max(0, int(last_event_id.strip()))
+            except ValueError:
+                raise ValueError(f"Last-Event-ID must be a log position (an integer), not {last_event_id[:40]!r}") from None
+        live = _live(s)
+        frames = stream_run(live, run_id, max(after, first - 1), page_reader(s.store, run_id, sse_frame), s.keep_alive_s)
+        headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+        return StreamingResponse(frames, media_type="text/event-stream", headers=headers)
+
+    @router.post(
+        "/runs/{run_id}/cancel", response_model=RunOutcome, responses=RUN_ERRORS,
+        summary="Stop a run: recorded as failed (`cancelled`, naming who), its actors stopped",
+    )  # fmt: skip
+    def cancel(
+        run_id: str = RunId,
+        body: CancelIn | None = Body(None),
+        who: Principal = operate,
+        s: Services = Depends(services),
+    ) -> RunOutcome:
+        message = f"cancelled by {who.name} over HTTP" + (f": {body.reason}" if body and body.reason else "")
+        handle = s.handles.get(run_id)
+        result = handle.cancel(message=message) if handle is not None else s.client.cancel(run_id, message=message)
+        return _outcome(result)
+
+    @router.post(
+        "/runs/{run_id}/fork", status_code=202, response_model=Submitted,
+        responses={**RUN_ERRORS, **BAD_INPUT, **UNAVAILABLE},
+        summary="A new run from this one as it was at a position, continued live",
+    )  # fmt: skip
+    def fork(run_id: str = RunId, body: ForkIn = Body(...), who: Principal = operate, s: Services = Depends(services)) -> Submitted:
+        params = None if body.temperature is None else {**DEFAULT_LLM_PARAMS, "temperature": body.temperature}
+        with acting_as(who.name):
+            handle = s.client.fork(run_id, body.at, model=body.model, llm_params=params)
+        s.keep(handle)
+        state = s.client.run_state(handle.run_id)
+        return Submitted(run_id=handle.run_id, agent=state.agent, status=state.status, forked_from=state.forked_from)
+
+    @router.get(
+        "/runs/{run_id}/replay", response_model=ReplayOut, responses=RUN_ERRORS,
+        summary="The replay verdict: re-execute the run from its log (no model, no tools)",
+    )  # fmt: skip
+    def replay(run_id: str = RunId, _: Principal = read, s: Services = Depends(services)) -> ReplayOut:
+        s.client.run_state(run_id)
+        report = replay_run(s.store, run_id)
+        d = report.divergence
+        return ReplayOut(
+            run_id=run_id, ok=report.ok, events=report.events, streams=report.streams,
+            llm_calls=report.llm_calls, tool_calls=report.tool_calls,
+            original_s=report.original_s, replay_s=report.replay_s, notes=report.notes,
+            divergence=None if d is None else DivergenceOut(
+                stream_id=d.stream_id, version=d.version, reason=d.reason, description=d.describe()
+            ),
+        )  # fmt: skip
+
+    @router.get("/runs/{run_id}/llm", response_model=LlmLog, responses=RUN_ERRORS, summary="The LLM call log and usage")
+    def llm(run_id: str = RunId, _: Principal = read, s: Services = Depends(services)) -> LlmLog:
+        s.client.run_state(run_id)
+        trail = AuditTrail.open(s.store)
+        usage = trail.usage_by_run(run_id)
+        return LlmLog(
+            run_id=run_id,
+            calls=trail.llm_calls(run_id=run_id),
+            usage=usage[0] if usage else None,
+            by_actor=trail.usage_by_actor(run_id),
+        )
+
+    @router.get(
+        "/runs/{run_id}/state", response_model=StateOut, responses=RUN_ERRORS,
+        summary="An actor's state at a version (as `chorus state --at` shows it)",
+    )  # fmt: skip
+    def state(
+        run_id: str = RunId,
+        stream: str = Query(..., min_length=1, max_length=300, description="a stream of the run, e.g. agent:RUN_ID"),
+        at: int | None = Query(None, ge=1, description="the stream version; its latest when left out"),
+        _: Principal = read,
+        s: Services = Depends(services),
+    ) -> StateOut:
+        s.client.run_state(run_id)
+        first = s.store.read_stream(stream, 1, 1)
+        if not first or first[0].run_id != run_id:
+            raise UnknownStream(f"run {run_id} has no stream {stream!r}")
+        version, value = state_at(s.store, stream, at)
+        return StateOut(stream=stream, version=version, state=value.model_dump(mode="json"))
+
+    @router.get(
+        "/diff", response_model=DiffOut, responses={**RUN_ERRORS, **BAD_INPUT},
+        summary="Where two runs (e.g. a run and its fork) first differ (as `chorus diff`)",
+    )  # fmt: skip
+    def diff(
+        a: str = Query(..., min_length=1, max_length=128),
+        b: str = Query(..., min_length=1, max_length=128),
+        _: Principal = read,
+        s: Services = Depends(services),
+    ) -> DiffOut:
+        for run_id in (a, b):
+            s.client.run_state(run_id)  # an unknown run is a 404 before one without events is a 400
+        d = diff_runs(s.store, a, b)
+        return DiffOut(
+            a=a, b=b, shared=d.shared, first_a=_brief(d.first_a), first_b=_brief(d.first_b),
+            end_a=d.end_a, end_b=d.end_b, lines=d.lines(),
+        )  # fmt: skip
+
+    return router
+
+
+def _live(s: Services) -> LiveLog:
+    with s.lock:
+        if s.live is None:
+            s.live = LiveLog(s.store, sse_frame)
+        return s.live
+
+
+def _outcome(result: RunResult) -> RunOutcome:
+    return RunOutcome(
+        run_id=result.run_id,
+        status=result.status,
+        result=result.answer,
+        error=result.error.model_dump(mode="json") if result.error else None,
+    )
+
+
+def _brief(e: Event | None) -> EventBrief | None:
+    if e is None:
+        return None
+    return EventBrief(stream_id=e.stream_id, version=e.version, type=e.type_name, data=e.model_dump(mode="json", exclude=set(ENVELOPE_FIELDS)))
+

@@ -1,0 +1,764 @@
+// The Chorus timeline page: plain script, no build step, no third-party code.
+//
+// Views (hash routes): #/ the runs, #/run/ID a run's timeline (one lane per actor stream,
+// live through the SSE route; click an event for its payload and the actor's state at that
+// version), #/diff?a=RUN&b=RUN the diff of two runs. A simulation run also shows who is
+// where at each cycle, derived from its world and director events.
+//
+// Auth: the bearer token typed in the header box is kept in localStorage and sent as
+// `Authorization: Bearer` on every fetch; the live stream is read with fetch and a body
+// reader (EventSource cannot send headers). Every piece of server text reaches the DOM as a
+// text node (textContent), never as HTML.
+"use strict";
+
+(function () {
+  const TOKEN_KEY = "chorus.token";
+  const PAGE = 50;
+  const EVENTS_PAGE = 500;
+  const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+
+  let token = "";
+  try { token = localStorage.getItem(TOKEN_KEY) || ""; } catch (e) { token = ""; }
+  let current = null; // the open view's controller: {stop()}
+
+  // -- DOM helpers: text only ------------------------------------------------------------
+
+  function h(tag, attrs, ...children) {
+    const el = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (v === null || v === undefined || v === false) continue;
+      if (k === "class") el.className = v;
+      else if (k === "text") el.textContent = String(v);
+      else if (k.startsWith("on") && typeof v === "function") el.addEventListener(k.slice(2), v);
+      else if (k === "dataset") Object.assign(el.dataset, v);
+      else if (k === "style") Object.assign(el.style, v);
+      else el.setAttribute(k, v === true ? "" : String(v));
+    }
+    append(el, children);
+    return el;
+  }
+
+  function append(el, children) {
+    for (const c of children) {
+      if (c === null || c === undefined || c === false) continue;
+      if (Array.isArray(c)) append(el, c);
+      else if (c instanceof Node) el.appendChild(c);
+      else el.appendChild(document.createTextNode(String(c)));
+    }
+  }
+
+  function clear(el) { while (el.firstChild) el.removeChild(el.firstChild); }
+  function $(id) { return document.getElementById(id); }
+
+  function short(text, n) {
+    const s = String(text === null || text === undefined ? "" : text).replace(/\s+/g, " ").trim();
+    return s.length > n ? s.slice(0, n - 1) + "…" : s;
+  }
+
+  function when(iso) {
+    if (!iso) return "—";
+    const d = new Date(iso);
+    if (isNaN(d.getTime())) return String(iso);
+    const p = (x) => String(x).padStart(2, "0");
+    return `${d.getFullYear()}-${p(d.getMonth() + 1)}-${p(d.getDate())} ${p(d.getHours())}:${p(d.getMinutes())}:${p(d.getSeconds())}`;
+  }
+
+  function json(value) { return h("pre", { class: "json", text: JSON.stringify(value, null, 2) }); }
+
+  // -- talking to the API --------------------------------------------------------------------
+
+  class ApiError extends Error {
+    constructor(status, detail) { super(detail); this.status = status; this.detail = detail; }
+  }
+
+  function headers(extra) {
+    const out = Object.assign({ Accept: "application/json" }, extra || {});
+    if (token) out.Authorization = "Bearer " + token;
+    return out;
+  }
+
+  async function api(path, params) {
+    const q = new URLSearchParams();
+    for (const [k, v] of Object.entries(params || {})) if (v !== "" && v !== null && v !== undefined) q.set(k, v);
+    const url = "v1/" + path + (q.toString() ? "?" + q : "");
+    let resp;
+    try {
+      resp = await fetch(url, { headers: headers() });
+    } catch (e) {
+      throw new ApiError(0, "cannot reach the Chorus server (" + e.message + ")");
+    }
+    if (!resp.ok) throw new ApiError(resp.status, await detailOf(resp));
+    return resp.json();
+  }
+
+  async function detailOf(resp) {
+    try {
+      const body = await resp.json();
+      const d = body && body.detail !== undefined ? body.detail : body;
+      return typeof d === "string" ? d : JSON.stringify(d);
+    } catch (e) {
+      return resp.statusText || "HTTP " + resp.status;
+    }
+  }
+
+  // A clear message for any failure; auth failures say what to do.
+  function problem(err) {
+    const box = h("div", { class: "problem" });
+    if (err instanceof ApiError && err.status === 401) {
+      box.classList.add("auth");
+      append(box, [
+        h("h2", { text: token ? "Token not accepted" : "Token needed" }),
+        h("p", {
+          text: token
+            ? "The server did not accept the token in the box above (" + err.detail + "). Enter another bearer token."
+            : "This Chorus server has authentication on: enter a bearer token in the box above to see its runs. The token is kept in this browser only.",
+        }),
+      ]);
+      $("token").focus();
+    } else if (err instanceof ApiError && err.status === 403) {
+      box.classList.add("auth");
+      append(box, [h("h2", { text: "Not allowed" }), h("p", { text: err.detail })]);
+    } else if (err instanceof ApiError) {
+      append(box, [h("h2", { text: err.status ? "Error " + err.status : "Server unreachable" }), h("p", { text: err.detail })]);
+    } else {
+      append(box, [h("h2", { text: "Error" }), h("p", { text: String(err && err.message ? err.message : err) })]);
+    }
+    return box;
+  }
+
+  // -- token box -----------------------------------------------------------------------------
+
+  function showTokenState() {
+    $("token").value = token;
+    $("token-state").textContent = token ? "token set" : "no token";
+    $("token-state").className = token ? "ok" : "muted";
+  }
+
+  function setToken(value) {
+    token = value.trim();
+    try {
+      if (token) localStorage.setItem(TOKEN_KEY, token);
+      else localStorage.removeItem(TOKEN_KEY);
+    } catch (e) { /* private mode: the token lives for this page only */ }
+    showTokenState();
+    route();
+  }
+
+  // -- routing -------------------------------------------------------------------------------
+
+  function parseHash() {
+    const raw = location.hash.replace(/^#\/?/, "");
+    const [path, query] = raw.split("?");
+    return { parts: path.split("/").filter(Boolean).map(decodeURIComponent), query: new URLSearchParams(query || "") };
+  }
+
+  function route() {
+    if (current) current.stop();
+    current = null;
+    const view = $("view");
+    clear(view);
+    const { parts, query } = parseHash();
+    if (parts[0] === "run" && parts[1]) current = runView(view, parts[1]);
+    else if (parts[0] === "diff") current = diffView(view, query);
+    else current = runsView(view, query);
+  }
+
+  // -- the runs ------------------------------------------------------------------------------
+
+  function llmCalls(run) {
+    for (const v of [run.llm_calls, run.usage && run.usage.llm_calls, run.usage && run.usage.calls]) {
+      if (v !== undefined && v !== null) return String(v);
+    }
+    return null;
+  }
+
+  // A run's LLM usage, from its call log (GET /v1/runs/{id}/llm): "3" and a title with the tokens.
+  function usageText(log) {
+    const u = log && log.usage;
+    if (!u) return ["0", "no LLM calls"];
+    const failed = u.failed ? `, ${u.failed} failed` : "";
+    return [String(u.calls), `${u.prompt_tokens} prompt + ${u.completion_tokens} completion tokens, ${secs(u.latency_s)} in all${failed}`];
+  }
+
+  // Fill LLM-call cells from each run's call log, a few requests at a time.
+  function fillUsage(cells, isStopped) {
+    const queue = [...cells];
+    const worker = async () => {
+      while (queue.length && !isStopped()) {
+        const [runId, cell] = queue.shift();
+        try {
+          const [text, title] = usageText(await api(`runs/${encodeURIComponent(runId)}/llm`));
+          cell.textContent = text;
+          cell.title = title;
+        } catch (err) {
+          cell.textContent = "?";
+          cell.title = err.message;
+        }
+      }
+    };
+    for (let i = 0; i < 4; i++) worker();
+  }
+
+  function usageCell(run, pending) {
+    const known = llmCalls(run);
+    const cell = h("td", { class: "num llm-calls", text: known === null ? "…" : known });
+    if (known === null) pending.push([run.run_id, cell]);
+    return cell;
+  }
+
+  function kindOf(run) { return run.kind || run.agent || "—"; }
+
+  function runsView(view, query) {
+    const offset = Math.max(0, parseInt(query.get("offset") || "0", 10) || 0);
+    const kind = query.get("kind") || "";
+    const status = query.get("status") || "";
+    const chosen = new Set();
+    const diffButton = h("button", { type: "button", id: "diff-selected", disabled: true, text: "Diff the two selected runs" });
+    diffButton.addEventListener("click", () => {
+      const [a, b] = [...chosen];
+      location.hash = "#/diff?" + new URLSearchParams({ a, b });
+    });
+    const kindInput = h("input", { name: "kind", value: kind, placeholder: "any kind", size: 12 });
+    const statusSelect = h("select", { name: "status" },
+      ["", "submitted", "running", "completed", "failed"].map((s) =>
+        h("option", { value: s, selected: s === status, text: s || "any status" })));
+    const filters = h("form", { class: "filters", onsubmit: (ev) => {
+      ev.preventDefault();
+      const q = new URLSearchParams();
+      if (kindInput.value.trim()) q.set("kind", kindInput.value.trim());
+      if (statusSelect.value) q.set("status", statusSelect.value);
+      location.hash = "#/" + (q.toString() ? "?" + q : "");
+    } }, h("label", {}, "Kind ", kindInput), h("label", {}, "Status ", statusSelect), h("button", { type: "submit", text: "Filter" }), diffButton);
+    const body = h("div", { id: "runs" }, h("p", { class: "muted", text: "Loading runs…" }));
+    append(view, [h("h1", { text: "Runs" }), filters, body]);
+
+    let stopped = false;
+    api("runs", { kind, status, limit: PAGE, offset }).then((page) => {
+      if (stopped) return;
+      clear(body);
+      const runs = page.runs || [];
+      if (!runs.length) {
+        body.appendChild(h("p", { class: "empty", text: offset ? "No more runs." : "No runs yet." }));
+      } else {
+        const pending = [];
+        const rows = runs.map((run) => {
+          const box = h("input", { type: "checkbox", title: "select for a diff", "aria-label": "select " + run.run_id });
+          box.addEventListener("change", () => {
+            if (box.checked) chosen.add(run.run_id); else chosen.delete(run.run_id);
+            diffButton.disabled = chosen.size !== 2;
+          });
+          return h("tr", { class: "run", dataset: { run: run.run_id } },
+            h("td", {}, box),
+            h("td", {}, h("a", { href: "#/run/" + encodeURIComponent(run.run_id), class: "run-link", text: run.run_id })),
+            h("td", { class: "kind", text: kindOf(run) }),
+            h("td", {}, h("span", { class: "status " + String(run.status || ""), text: run.status || "—" })),
+            h("td", { class: "goal", title: run.goal || "", text: short(run.goal, 90) }),
+            h("td", { class: "time", text: when(run.submitted_at || run.started_at) }),
+            usageCell(run, pending));
+        });
+        body.appendChild(h("table", { class: "runs" },
+          h("thead", {}, h("tr", {}, ["", "Run", "Kind", "Status", "Goal", "Started", "LLM calls"].map((t) => h("th", { text: t })))),
+          h("tbody", {}, rows)));
+        fillUsage(pending, () => stopped);
+      }
+      const total = typeof page.total === "number" ? page.total : offset + runs.length;
+      const nav = h("p", { class: "pager" }, `${runs.length ? offset + 1 : 0}–${offset + runs.length} of ${total} `);
+      const link = (o, label) => {
+        const q = new URLSearchParams({ offset: String(o) });
+        if (kind) q.set("kind", kind);
+        if (status) q.set("status", status);
+        return h("a", { href: "#/?" + q, text: label });
+      };
+      if (offset > 0) nav.appendChild(link(Math.max(0, offset - PAGE), "← newer"));
+      if (offset + runs.length < total) { nav.appendChild(document.createTextNode(" ")); nav.appendChild(link(offset + PAGE, "older →")); }
+      body.appendChild(nav);
+    }).catch((err) => { if (!stopped) { clear(body); body.appendChild(problem(err)); } });
+    return { stop() { stopped = true; } };
+  }
+
+  // -- one run: timeline, details, live stream -----------------------------------------------
+
+  function dataOf(e) {
+    if (e.data && typeof e.data === "object") return e.data;
+    if (e.payload && typeof e.payload === "object") return e.payload;
+    return {};
+  }
+
+  function errorLine(err) {
+    if (!err) return "";
+    if (typeof err === "string") return err;
+    return [err.type, err.reason ? "(" + err.reason + ")" : "", err.message ? ": " + err.message : ""].join(" ").replace(" :", ":").trim();
+  }
+
+  function secs(x) { return typeof x === "number" ? x.toFixed(x < 1 ? 3 : 2) + " s" : ""; }
+
+  // [label, css class] for an event's chip.
+  function describe(e, names) {
+    const d = dataOf(e);
+    const nm = (id) => (names && names[id]) || id;
+    switch (e.type) {
+      case "RunSubmitted": return ["goal: " + short(d.goal, 80), "run"];
+      case "RunStarted": return ["lead: " + (d.lead_stream || ""), "run"];
+      case "RunCompleted": return ["completed: " + short(d.result, 80), "run done"];
+      case "RunFailed": return ["failed: " + short(errorLine(d.error), 100), "error"];
+      case "BudgetExceeded": return ["budget exceeded: " + short(errorLine(d.error), 100), "error"];
+      case "AgentStarted": return ["goal: " + short(d.goal, 80), "step"];
+      case "StepDecided": return [`step ${d.iteration}: ${d.action}(${short(JSON.stringify(d.args || {}), 60)})`, "step"];
+      case "StepRejected": return [`step ${d.iteration} rejected: ${short(d.reason, 80)}`, "error"];
+      case "AnswerGiven": return ["answer: " + short(d.answer, 80), "step done"];
+      case "AgentFailed": return ["failed: " + short(errorLine(d.error), 100), "error"];
+      case "LlmRequested": return [`LLM call #${d.call_index} → ${d.model || "model"}`, "llm"];
+      case "LlmCompleted": return [`LLM #${d.call_index}: ${d.prompt_tokens || 0}→${d.completion_tokens || 0} tokens, ${secs(d.latency_s)}`, "llm"];
+      case "LlmFailed": return [`LLM #${d.call_index} failed: ${short(errorLine(d.error), 80)}`, "error"];
+      case "ToolCalled": return [`${d.tool}(${short(JSON.stringify(d.args || {}), 60)})`, "tool"];
+      case "ToolReturned":
+        return d.ok === false
+          ? [`${d.tool} error: ${short(errorLine(d.error) || d.output, 80)}`, "error"]
+          : [`${d.tool} → ${short(d.output, 70)}${d.latency_s ? " (" + secs(d.latency_s) + ")" : ""}`, "tool"];
+      case "CycleCommitted": return [`cycle ${d.cycle} committed (tick ${d.tick})`, "cycle"];
+      case "CycleRolledBack": return [`cycle ${d.cycle} rolled back: ${short(d.message, 70)}`, "error"];
+      case "EntityMoved": return [`${nm(d.entity_id)} → ${nm(d.location_id)}`, "world"];
+      case "EntityContained": return [`${nm(d.entity_id)} into ${nm(d.container_id)}`, "world"];
+      case "ClockAdvanced": return [`tick ${d.tick}`, "world"];
+      case "ProcessTransitioned": return [`${nm(d.process_id)}: ${d.source} → ${d.target}`, "world"];
+      case "ComponentChanged": return [`${nm(d.entity_id)}.${d.component}: ${short(JSON.stringify(d.changes || {}), 60)}`, "world"];
+      case "StimulusQueued": return [`from ${d.source}: “${short(d.text, 60)}”`, "step"];
+      case "SynthCreated": return [synthName(d) || "", "step"];
+      case "Communicated": return [`${d.speaker || "outside"}: “${short(d.text, 70)}”`, "world"];
+      case "SynthCognized": return [`cycle ${d.cycle}.${d.microcycle}: ${(d.intents || []).map((i) => i.kind || i.type || i.action || "intent").join(", ")}`, d.error ? "error" : "step"];
+      default: {
+        if (/Failed|Rejected|Error/.test(e.type || "")) return [e.type, "error"];
+        return ["", ""];
+      }
+    }
+  }
+
+  function runView(view, runId) {
+    const events = [];
+    const byPos = new Map();
+    const lanes = new Map(); // stream -> lane number (1-based, after the position column)
+    const names = {}; // simulation entity and location ids -> names
+    let last = 0;
+    let run = null;
+    let stopped = false;
+    let selected = null;
+    const abort = new AbortController();
+
+    const header = h("section", { id: "run-head" }, h("h1", {}, "Run ", h("code", { text: runId })));
+    const facts = h("dl", { class: "facts" });
+    const liveState = h("span", { id: "live", class: "muted", text: "" });
+    header.appendChild(facts);
+    const grid = h("div", { class: "timeline", id: "timeline" }, h("div", { class: "lane-head pos", style: { gridRow: "1", gridColumn: "1" }, text: "#" }));
+    const detail = h("aside", { id: "detail" }, h("p", { class: "muted", text: "Click an event to see its payload and the actor's state at that version." }));
+    const sim = h("section", { id: "sim", hidden: true });
+    const problems = h("div", { id: "run-problem" });
+    append(view, [
+      h("p", {}, h("a", { href: "#/", text: "← runs" })),
+      header, problems, sim,
+      h("h2", {}, "Timeline ", liveState),
+      h("div", { class: "split" }, h("div", { class: "timeline-wrap" }, grid), detail),
+    ]);
+
+    const usage = h("span", { id: "run-llm", text: "…" });
+    function loadUsage() {
+      api(`runs/${encodeURIComponent(runId)}/llm`).then((log) => {
+        const [text, title] = usageText(log);
+        usage.textContent = text + " (" + title + ")";
+      }).catch((err) => { usage.textContent = "? (" + err.message + ")"; });
+    }
+
+    function showFacts() {
+      clear(facts);
+      if (!run) return;
+      const row = (k, v) => [h("dt", { text: k }), h("dd", {}, v)];
+      const fork = run.forked_from ? h("a", { href: "#/run/" + encodeURIComponent(run.forked_from), text: run.forked_from }) : null;
+      append(facts, [
+        row("Kind", kindOf(run)),
+        row("Status", h("span", { id: "run-status", class: "status " + String(run.status || ""), text: run.status || "—" })),
+        row("Goal", h("span", { class: "goal", text: run.goal || "" })),
+        row("Started", when(run.submitted_at || run.started_at)),
+        run.ended_at ? row("Ended", when(run.ended_at)) : null,
+        row("LLM calls", usage),
+        fork ? row("Forked from", fork) : null,
+      ]);
+    }
+
+    function laneOf(stream, first) {
+      let n = lanes.get(stream);
+      if (n === undefined) {
+        n = lanes.size + 2;
+        lanes.set(stream, n);
+        const name = laneName(first);
+        grid.appendChild(h("div", { class: "lane-head", title: stream, style: { gridRow: "1", gridColumn: String(n) } },
+          name ? h("span", { class: "lane-name", text: name }) : null, h("span", { class: "lane-id", text: stream })));
+        grid.style.gridTemplateColumns = `4em repeat(${lanes.size}, minmax(14em, 1fr))`;
+      }
+      return n;
+    }
+
+    function add(e) {
+      if (typeof e.position !== "number" || byPos.has(e.position)) return false;
+      if (events.length && e.position < events[events.length - 1].position) {
+        // out of order (should not happen): keep the list sorted, then redraw
+        events.push(e); events.sort((x, y) => x.position - y.position); byPos.set(e.position, e);
+        last = Math.max(last, e.position);
+        redraw();
+        return true;
+      }
+      events.push(e);
+      byPos.set(e.position, e);
+      last = Math.max(last, e.position);
+      place(e, events.length + 1);
+      if (run && e.stream_id === "run:" + runId) {
+        const s = { RunCompleted: "completed", RunFailed: "failed", RunStarted: "running" }[e.type];
+        if (s) {
+          run.status = s;
+          showFacts();
+          if (s !== "running") {
+            loadUsage();
+            // the run has ended: take what is still in flight, then stop following
+            setTimeout(() => {
+              if (stopped) return;
+              abort.abort();
+              liveState.textContent = "finished";
+              liveState.className = "muted";
+            }, 1000);
+          }
+        }
+      }
+      return true;
+    }
+
+    function place(e, row) {
+      const lane = laneOf(e.stream_id || "?", e);
+      if (e.type === "WorldCreated") learnNames(names, dataOf(e).world);
+      const [label, cls] = describe(e, names);
+      grid.appendChild(h("div", { class: "pos", style: { gridRow: String(row), gridColumn: "1" }, text: e.position }));
+      const chip = h("button", {
+        type: "button",
+        class: "ev " + cls,
+        style: { gridRow: String(row), gridColumn: String(lane) },
+        dataset: { pos: String(e.position), type: e.type || "", stream: e.stream_id || "" },
+        title: `${e.stream_id} v${e.version}`,
+      }, h("span", { class: "type", text: e.type }), label ? h("span", { class: "label", text: label }) : null);
+      chip.addEventListener("click", () => select(e, chip));
+      grid.appendChild(chip);
+    }
+
+    function redraw() {
+      for (const el of [...grid.children]) if (!el.classList.contains("lane-head")) grid.removeChild(el);
+      events.forEach((e, i) => place(e, i + 2));
+    }
+
+    function partner(e) {
+      const d = dataOf(e);
+      const want = { LlmRequested: ["LlmCompleted", "LlmFailed"], LlmCompleted: ["LlmRequested"], LlmFailed: ["LlmRequested"], ToolCalled: ["ToolReturned"], ToolReturned: ["ToolCalled"] }[e.type];
+      if (!want) return null;
+      return events.find((o) => o.stream_id === e.stream_id && want.includes(o.type) && dataOf(o).call_index === d.call_index) || null;
+    }
+
+    function messageBlock(messages) {
+      return h("ol", { class: "messages" }, (messages || []).map((m) =>
+        h("li", {}, h("span", { class: "role", text: m.role || "?" }),
+          h("pre", { class: "text", text: typeof m.content === "string" ? m.content : JSON.stringify(m.content, null, 2) }))));
+    }
+
+    function select(e, chip) {
+      if (selected) selected.classList.remove("selected");
+      selected = chip;
+      chip.classList.add("selected");
+      clear(detail);
+      const d = dataOf(e);
+      append(detail, [
+        h("h3", { text: e.type }),
+        h("p", { class: "meta" }, h("code", { text: e.stream_id }), ` version ${e.version} · position ${e.position}`, e.timestamp ? " · " + when(e.timestamp) : ""),
+      ]);
+      const other = partner(e);
+      if (e.type.startsWith("Llm")) {
+        const req = e.type === "LlmRequested" ? e : other;
+        const res = e.type === "LlmRequested" ? other : e;
+        const rd = req ? dataOf(req) : {};
+        const cd = res ? dataOf(res) : {};
+        append(detail, [
+          h("h4", { text: "Prompt" + (rd.model ? " (" + rd.model + ")" : "") }),
+          req ? messageBlock(rd.messages) : h("p", { class: "muted", text: "request not in the log" }),
+          h("h4", { text: "Completion" }),
+          res && res.type === "LlmCompleted"
+            ? [h("p", { class: "meta", text: `${cd.prompt_tokens || 0} prompt + ${cd.completion_tokens || 0} completion tokens, ${secs(cd.latency_s)}${cd.model ? ", " + cd.model : ""}` }),
+              h("pre", { class: "text completion", text: cd.content || "" })]
+            : res ? h("p", { class: "error", text: errorLine(cd.error) }) : h("p", { class: "muted", text: "no completion yet" }),
+        ]);
+      } else if (e.type === "ToolCalled" || e.type === "ToolReturned") {
+        const call = e.type === "ToolCalled" ? e : other;
+        const ret = e.type === "ToolCalled" ? other : e;
+        append(detail, [
+          h("h4", { text: "Call" }), call ? json({ tool: dataOf(call).tool, args: dataOf(call).args }) : h("p", { class: "muted", text: "—" }),
+          h("h4", { text: "Result" }), ret ? h("pre", { class: "text", text: dataOf(ret).output || errorLine(dataOf(ret).error) }) : h("p", { class: "muted", text: "no result yet" }),
+        ]);
+      }
+      const stateBox = h("div", { id: "state" }, h("p", { class: "muted", text: "Loading the actor's state…" }));
+      append(detail, [h("h4", {}, "State of ", h("code", { text: e.stream_id }), ` at version ${e.version}`), stateBox]);
+      append(detail, [h("h4", { text: "Payload" }), json(d)]);
+      api(`runs/${encodeURIComponent(runId)}/state`, { stream: e.stream_id, at: e.version }).then((s) => {
+        if (selected !== chip) return;
+        clear(stateBox);
+        stateBox.appendChild(json(s && s.state !== undefined ? s.state : s));
+      }).catch((err) => { if (selected === chip) { clear(stateBox); stateBox.appendChild(problem(err)); } });
+    }
+
+    // -- who is where, for a simulation -------------------------------------------------------
+    let simPending = false;
+    function scheduleSim() {
+      if (simPending) return;
+      simPending = true;
+      requestAnimationFrame(() => { simPending = false; drawSim(); });
+    }
+
+    function drawSim() {
+      const rows = whoIsWhere(events);
+      if (!rows) return;
+      sim.hidden = false;
+      clear(sim);
+      const synths = rows.synths;
+      append(sim, [
+        h("h2", { text: "Who is where, cycle by cycle" }),
+        h("table", { class: "where" },
+          h("thead", {}, h("tr", {}, h("th", { text: "Cycle" }), h("th", { text: "Tick" }), synths.map((s) => h("th", { text: s.name })))),
+          h("tbody", {}, rows.cycles.map((c) => h("tr", { class: c.rolledBack ? "rolled-back" : "" },
+            h("td", { text: c.label }), h("td", { text: c.tick }),
+            synths.map((s) => h("td", { text: c.where[s.id] || "—" })))))),
+      ]);
+    }
+
+    // -- loading and the live stream ------------------------------------------------------------
+    async function loadAll() {
+      for (;;) {
+        const page = await api(`runs/${encodeURIComponent(runId)}/events`, last ? { after: last, limit: EVENTS_PAGE } : { limit: EVENTS_PAGE });
+        if (stopped) return;
+        const got = page.events || [];
+        got.forEach(add);
+        if (typeof page.last_position === "number") last = Math.max(last, page.last_position);
+        if (got.length < EVENTS_PAGE) return;
+      }
+    }
+
+    async function follow() {
+      let delay = 500;
+      while (!stopped) {
+        liveState.textContent = "● live";
+        liveState.className = "live";
+        let ended = false;
+        try {
+          const resp = await fetch(`v1/runs/${encodeURIComponent(runId)}/events/stream?after=${last}`, {
+            headers: headers({ Accept: "text/event-stream", "Last-Event-ID": String(last) }),
+            signal: abort.signal,
+            cache: "no-store",
+          });
+          if (!resp.ok) throw new ApiError(resp.status, await detailOf(resp));
+          await readSse(resp.body, (frame) => {
+            delay = 500;
+            if (!frame.data) return;
+            let e;
+            try { e = JSON.parse(frame.data); } catch (x) { return; }
+            if (typeof e.position !== "number" && frame.id) e.position = parseInt(frame.id, 10);
+            if (!e.type && frame.event) e.type = frame.event;
+            if (add(e)) scheduleSim();
+          });
+          ended = true;
+        } catch (err) {
+          if (stopped || abort.signal.aborted) return;
+          if (err instanceof ApiError && (err.status === 401 || err.status === 403 || err.status === 404)) {
+            liveState.textContent = "not live: " + err.detail;
+            liveState.className = "error";
+            return;
+          }
+        }
+        if (stopped) return;
+        if (ended && run && TERMINAL.has(String(run.status))) {
+          liveState.textContent = "finished";
+          liveState.className = "muted";
+          return;
+        }
+        liveState.textContent = "reconnecting…";
+        liveState.className = "muted";
+        await new Promise((r) => setTimeout(r, delay));
+        delay = Math.min(delay * 2, 10000);
+      }
+    }
+
+    (async () => {
+      try {
+        run = await api(`runs/${encodeURIComponent(runId)}`);
+        if (run && run.run && typeof run.run === "object") run = run.run;
+        if (stopped) return;
+        showFacts();
+        loadUsage();
+        await loadAll();
+        if (stopped) return;
+        drawSim();
+        if (!events.length) grid.appendChild(h("p", { class: "empty", style: { gridRow: "2", gridColumn: "1 / -1" }, text: "No events yet." }));
+        if (TERMINAL.has(String(run.status))) {
+          liveState.textContent = "finished";
+          liveState.className = "muted";
+        } else {
+          follow();
+        }
+      } catch (err) {
+        if (!stopped) problems.appendChild(problem(err));
+      }
+    })();
+
+    return { stop() { stopped = true; abort.abort(); } };
+  }
+
+  // A lane's name over its stream id: a synth's, when its first event gives it.
+  function laneName(first) {
+    return first && first.type === "SynthCreated" ? synthName(dataOf(first)) : "";
+  }
+
+  function synthName(d) {
+    const s = d && d.synth;
+    return (s && ((s.identity && s.identity.name) || s.name)) || "";
+  }
+
+  function learnNames(names, world) {
+    if (!world) return;
+    for (const group of [world.entities, world.locations, world.processes]) {
+      for (const [id, v] of Object.entries(group || {})) if (v && v.name) names[id] = v.name;
+    }
+  }
+
+  // Server-Sent Events from a fetch body: calls onFrame({id, event, data}) per frame.
+  async function readSse(body, onFrame) {
+    const reader = body.getReader();
+    const decoder = new TextDecoder();
+    let buf = "";
+    let frame = { id: "", event: "", data: "" };
+    let hasData = false;
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) break;
+      buf += decoder.decode(value, { stream: true });
+      let nl;
+      while ((nl = buf.search(/\r\n|\r|\n/)) >= 0) {
+        const line = buf.slice(0, nl);
+        buf = buf.slice(nl + (buf.startsWith("\r\n", nl) ? 2 : 1));
+        if (line === "") {
+          if (hasData || frame.event) onFrame(frame);
+          frame = { id: "", event: "", data: "" };
+          hasData = false;
+          continue;
+        }
+        if (line.startsWith(":")) continue;
+        const colon = line.indexOf(":");
+        const field = colon < 0 ? line : line.slice(0, colon);
+        let value = colon < 0 ? "" : line.slice(colon + 1);
+        if (value.startsWith(" ")) value = value.slice(1);
+        if (field === "data") { frame.data = hasData ? frame.data + "\n" + value : value; hasData = true; }
+        else if (field === "id") frame.id = value;
+        else if (field === "event") frame.event = value;
+      }
+    }
+  }
+
+  // Who is where at each cycle, from a simulation run's events (null when it is not one):
+  // the world as created, then each EntityMoved / EntityContained, sampled at every
+  // director verdict (CycleCommitted or CycleRolledBack).
+  function whoIsWhere(events) {
+    const created = events.find((e) => e.type === "WorldCreated");
+    if (!created) return null;
+    const world = dataOf(created).world || {};
+    const entities = world.entities || {};
+    const locations = world.locations || {};
+    const placeName = (id) => (locations[id] && locations[id].name) || id;
+    const loc = {};
+    const synths = [];
+    for (const [id, ent] of Object.entries(entities)) {
+      loc[id] = ent.location_id;
+      if (ent.synth_id) synths.push({ id, name: ent.name || ent.synth_id });
+    }
+    synths.sort((a, b) => a.name.localeCompare(b.name));
+    const sample = () => Object.fromEntries(synths.map((s) => [s.id, placeName(loc[s.id])]));
+    const tick0 = (world.clock && world.clock.tick) || 0;
+    const cycles = [{ label: "start", tick: tick0, where: sample(), rolledBack: false }];
+    let tick = tick0;
+    for (const e of events) {
+      if (e.position <= created.position) continue;
+      const d = dataOf(e);
+      if (e.type === "EntityMoved") {
+        const from = loc[d.entity_id];
+        for (const [id, ent] of Object.entries(entities)) if (id === d.entity_id || (ent.container_id && loc[id] === from && carriedBy(entities, id, d.entity_id))) loc[id] = d.location_id;
+      } else if (e.type === "EntityContained") {
+        loc[d.entity_id] = loc[d.container_id];
+        if (entities[d.entity_id]) entities[d.entity_id] = Object.assign({}, entities[d.entity_id], { container_id: d.container_id });
+      } else if (e.type === "ClockAdvanced") {
+        tick = d.tick;
+      } else if (e.type === "CycleCommitted" || e.type === "CycleRolledBack") {
+        if (typeof d.tick === "number") tick = d.tick;
+        cycles.push({ label: String(d.cycle) + (e.type === "CycleRolledBack" ? " (rolled back)" : ""), tick, where: sample(), rolledBack: e.type === "CycleRolledBack" });
+      }
+    }
+    return { synths, cycles };
+  }
+
+  function carriedBy(entities, id, carrier) {
+    let c = entities[id] && entities[id].container_id;
+    for (let i = 0; c && i < 100; i++) {
+      if (c === carrier) return true;
+      c = entities[c] && entities[c].container_id;
+    }
+    return false;
+  }
+
+  // -- the diff of two runs -------------------------------------------------------------------
+
+  function diffView(view, query) {
+    const a = query.get("a") || "";
+    const b = query.get("b") || "";
+    const inA = h("input", { name: "a", value: a, placeholder: "run A", size: 20 });
+    const inB = h("input", { name: "b", value: b, placeholder: "run B", size: 20 });
+    const form = h("form", { class: "filters", onsubmit: (ev) => {
+      ev.preventDefault();
+      location.hash = "#/diff?" + new URLSearchParams({ a: inA.value.trim(), b: inB.value.trim() });
+    } }, h("label", {}, "A ", inA), h("label", {}, "B ", inB), h("button", { type: "submit", text: "Diff" }));
+    const out = h("div", { id: "diff" });
+    append(view, [h("h1", { text: "Diff of two runs" }), form, out]);
+    let stopped = false;
+    if (a && b) {
+      out.appendChild(h("p", { class: "muted", text: "Comparing…" }));
+      api("diff", { a, b }).then((d) => {
+        if (stopped) return;
+        clear(out);
+        append(out, [h("p", {}, h("a", { href: "#/run/" + encodeURIComponent(a), text: a }), " and ", h("a", { href: "#/run/" + encodeURIComponent(b), text: b }))]);
+        const lines = Array.isArray(d) ? d : d && Array.isArray(d.lines) ? d.lines : null;
+        if (lines) out.appendChild(h("pre", { class: "diff-lines" }, lines.map((l) => h("span", { class: "line", text: l + "\n" }))));
+        const rest = Object.assign({}, d);
+        delete rest.lines;
+        if (!Array.isArray(d) && Object.keys(rest).length) append(out, [h("details", { open: !lines }, h("summary", { text: "As data" }), json(rest))]);
+      }).catch((err) => { if (!stopped) { clear(out); out.appendChild(problem(err)); } });
+    } else {
+      out.appendChild(h("p", { class: "muted", text: "Give two run ids, or tick two runs in the list." }));
+    }
+    return { stop() { stopped = true; } };
+  }
+
+  // -- start ------------------------------------------------------------------------------------
+
+  document.addEventListener("DOMContentLoaded", () => {
+    showTokenState();
+    $("token-form").addEventListener("submit", (ev) => { ev.preventDefault(); setToken($("token").value); });
+    $("token-clear").addEventListener("click", () => setToken(""));
+    window.addEventListener("hashchange", route);
+    route();
+    // Say so loudly when the server has auth off (anyone who reaches it is admin).
+    api("health").then((hl) => {
+      if (hl && hl.auth && hl.auth.enabled === false) {
+        const notice = $("notice");
+        clear(notice);
+        append(notice, [h("strong", { text: "Auth is off. " }), hl.auth.detail || "No tokens are configured: anyone who can reach this server is admin."]);
+        notice.hidden = false;
+        $("token-state").textContent = "auth off";
+      }
+    }).catch(() => { /* health is advisory here */ });
+  });
+})();

@@ -47,6 +47,21 @@ def env_for(url: str) -> dict[str, str]:
     return env
 
 
+GROUP_COMMIT_ENV = "CHORUS_GROUP_COMMIT"
+_OFF = ("off", "0", "false", "no")
+_ON = ("on", "1", "true", "yes")
+
+
+def group_commit_of(url: str) -> bool:
+    """Whether a store at `url` group-commits concurrent appends: on unless the URL says
+    `group_commit=off` (or CHORUS_GROUP_COMMIT=off when the URL does not say)."""
+    values = parse_qs(urlparse(url).query).get("group_commit")
+    value = (values[-1] if values else os.environ.get(GROUP_COMMIT_ENV, "on")).strip().lower()
+    if value not in _OFF + _ON:
+        raise ValueError(f"group_commit must be on or off, not {value!r} (store URL {redact(url)!r})")
+    return value in _ON
+
+
 def backend_of(url: str) -> str:
     return env_for(url)["PERSISTENCE_MODULE"].rsplit(".", 1)[1]
 

@@ -11,6 +11,11 @@ versions, the global log its notification sequence, and an event's type name its
 Appends carry the expected version of the stream; the recorder's unique
 (stream, version) key makes two racing writers conflict, and the whole batch is one
 transaction, so the loser writes nothing.
+
+On SQLite and PostgreSQL, appends made at the same time by threads sharing a store are
+group-committed (events/group_commit.py): one transaction for all of them, each with its
+own version check, a conflicting one failing alone. `?group_commit=off` on the URL (or
+CHORUS_GROUP_COMMIT=off) turns it off; then each append is its own recorder transaction.
 """
 
 from __future__ import annotations
@@ -36,9 +41,19 @@ from eventsourcing.persistence import (
 )
 from pydantic import BaseModel
 
+from events.backends import (
+    backend_of,
+    creating_tables,
+    env_for,
+    group_commit_of,
+    one_line,
+    postgres_reason,
+    redact,
+    sqlite_reason,
+)
 from events.base import Event
-from events.backends import backend_of, creating_tables, env_for, one_line, postgres_reason, redact, sqlite_reason
 from events.codec import decode_event, encode_event, envelope_of, packb, unpackb
+from events.group_commit import Append, Conflict, GroupCommitter, writer_for
 
 
 class ConcurrencyError(Exception):
@@ -77,7 +92,9 @@ class EventStore:
         self.url = url
         self.backend = backend_of(url)
         env = self._env = env_for(url)
+        self._group_commit = group_commit_of(url)
         self.factory: Any = None
+        self.group: GroupCommitter | None = None
         # The highest version seen per stream. Streams only grow, so a stream known to hold
         # `expected_version` events cannot leave a gap: append may skip its version read.
         self._known: dict[str, int] = {}
@@ -121,39 +138,7 @@ class EventStore:
             raise ValueError(f"expected_version must be >= 0, not {expected_version}")
         if not events:
             return []
-        if expected_version > self._known.get(stream_id, 0):
-            # Refuses gaps. Racing is still safe: a stream only grows, so if another
-            # writer moves it on after this check, the insert below hits the unique key.
-            current = self.stream_version(stream_id)
-            if current != expected_version:
-                raise ConcurrencyError(
-                    f"stream {stream_id!r} is at version {current}, "
-                    f"expected {expected_version}"
-                )
-        stamped = [
-            e.stamp(stream_id=stream_id, version=expected_version + i)
-            for i, e in enumerate(events, start=1)
-        ]
-        stored = [
-            StoredEvent(
-                originator_id=stream_id,
-                originator_version=e.version,
-                topic=e.type_name,
-                state=encode_event(e),
-            )
-            for e in stamped
-        ]
-        try:
-            with self._available():
-                positions = self.recorder.insert_events(stored)
-        except IntegrityError as e:
-            raise ConcurrencyError(
-                f"stream {stream_id!r} moved past version {expected_version} "
-                f"while appending: {one_line(e)}"
-            ) from e
-        positions = list(positions or [0] * len(stamped))
-        self._saw(stream_id, stamped[-1].version)
-        return [Recorded(p, e) for p, e in zip(positions, stamped, strict=True)]
+        return self._append([(stream_id, events, expected_version)])
 
     def append_many(self, batches: Sequence[tuple[str, Sequence[Event], int]]) -> list[Recorded]:
         """Append to several streams in ONE transaction: each `(stream_id, events,
@@ -167,41 +152,88 @@ class EventStore:
         streams = [s for s, _, _ in batches]
         if len(set(streams)) != len(streams):
             raise ValueError("append_many: each stream may appear once")
-        stamped: list[Event] = []
-        for stream_id, events, expected_version in batches:
+        for _, _, expected_version in batches:
             if expected_version < 0:
                 raise ValueError(f"expected_version must be >= 0, not {expected_version}")
-            if not events:
-                continue
-            if expected_version > self._known.get(stream_id, 0):
-                current = self.stream_version(stream_id)
-                if current != expected_version:
-                    raise ConcurrencyError(
-                        f"stream {stream_id!r} is at version {current}, expected {expected_version}"
-                    )
-            stamped.extend(
-                e.stamp(stream_id=stream_id, version=expected_version + i)
-                for i, e in enumerate(events, start=1)
+        return self._append([b for b in batches if b[1]])
+
+    def _append(self, batches: Sequence[tuple[str, Sequence[Event], int]]) -> list[Recorded]:
+        """Stamped and encoded here, in the caller's thread (so a bad event fails before
+        it joins anyone's batch); checked and written by `append_encoded` (with group
+        commit: in a transaction shared with whatever other threads append now)."""
+        stamped, encoded = encode_append(batches)
+        positions = self.append_encoded(encoded)
+        return [Recorded(p, e) for p, e in zip(positions, stamped, strict=True)]
+
+    def append_encoded(self, batches: Sequence[tuple[str, int, Sequence[tuple[str, bytes]]]]) -> list[int]:
+        """Append events already stamped and encoded (`encode_append`): for each
+        `(stream_id, expected_version, [(type_name, state), ...])`, versions expected+1,
+        ...; all of them or nothing, each stream with its own check. Returns the global
+        positions. This is what a store writer serving other processes calls: hosted as
+        a Ray actor with `max_concurrency`, callers in every process share its group
+        commit (they send bytes, not models). Raises ConcurrencyError as `append` does."""
+        streams = [s for s, _, _ in batches]
+        if len(set(streams)) != len(streams):
+            raise ValueError("append: each stream may appear once")
+        if any(expected < 0 for _, expected, _ in batches):
+            raise ValueError("expected_version must be >= 0")
+        items = [
+            (
+                stream_id,
+                expected,
+                [StoredEvent(stream_id, expected + i, topic, state) for i, (topic, state) in enumerate(events, 1)],
             )
-        if not stamped:
-            return []
-        stored = [
-            StoredEvent(
-                originator_id=e.stream_id, originator_version=e.version, topic=e.type_name, state=encode_event(e)
-            )
-            for e in stamped
+            for stream_id, expected, events in batches
+            if events
         ]
+        if not items:
+            return []
+        if self.group is None:  # group commit off: one recorder transaction of its own
+            return self._insert_checked(items)
+        known = all(expected <= self._known.get(stream_id, 0) for stream_id, expected, _ in items)
+        try:
+            with self._available():
+                positions = self.group.commit(Append(items, known=known))
+        except Conflict as e:
+            raise self._conflict(e.stream_id, e.expected_version) from None
+        except IntegrityError as e:
+            names = sorted(s for s, _, _ in items)
+            raise ConcurrencyError(f"stream(s) {names} moved on while appending: {one_line(e)}") from e
+        for stream_id, _, stored in items:
+            self._saw(stream_id, stored[-1].originator_version)
+        return positions
+
+    def _insert_checked(self, items: list[tuple[str, int, list[StoredEvent]]]) -> list[int]:
+        # Refuses gaps. Racing is still safe: a stream only grows, so if another writer
+        # moves it on after this check, the insert below hits the unique key.
+        for stream_id, expected, _ in items:
+            if expected > self._known.get(stream_id, 0) and self.stream_version(stream_id) != expected:
+                raise self._conflict(stream_id, expected)
+        stored = [e for _, _, events in items for e in events]
         try:
             with self._available():
                 positions = self.recorder.insert_events(stored)
         except IntegrityError as e:
-            raise ConcurrencyError(
-                f"one of streams {sorted(set(streams))} moved on while appending: {one_line(e)}"
-            ) from e
-        positions = list(positions or [0] * len(stamped))
-        for e in stamped:
-            self._saw(e.stream_id, e.version)
-        return [Recorded(p, e) for p, e in zip(positions, stamped, strict=True)]
+            names = sorted(s for s, _, _ in items)
+            raise ConcurrencyError(f"stream(s) {names} moved on while appending: {one_line(e)}") from e
+        for stream_id, _, events in items:
+            self._saw(stream_id, events[-1].originator_version)
+        return list(positions or [0] * len(stored))
+
+    def _conflict(self, stream_id: str, expected: int) -> ConcurrencyError:
+        with self._available():  # only on a conflict: say where the stream is
+            last = self.recorder.select_events(stream_id, desc=True, limit=1)
+        current = last[0].originator_version if last else 0
+        self._saw(stream_id, current)
+        return ConcurrencyError(
+            f"stream {stream_id!r} moved on while appending: it is at version {current}, "
+            f"expected {expected}"
+        )
+
+    def group_stats(self) -> dict[str, int]:
+        """Batches the group committer wrote and the appends in them (0s when off)."""
+        g = self.group
+        return {"batches": g.batches if g else 0, "appends": g.appends if g else 0}
 
     # -- reading streams -----------------------------------------------------------
 
@@ -395,6 +427,9 @@ class EventStore:
             self.snapshots: AggregateRecorder = self.factory.aggregate_recorder("snapshots")
         if self.backend == "sqlite":
             self._enable_wal()
+        if self._group_commit:
+            write = writer_for(self.backend, self.recorder)
+            self.group = GroupCommitter(write) if write is not None else None
 
     def _enable_wal(self) -> None:
         datastore = getattr(self.factory, "datastore", None)
@@ -408,6 +443,24 @@ class EventStore:
 
 
 _OPEN_ATTEMPTS = 8
+
+
+def encode_append(
+    batches: Sequence[tuple[str, Sequence[Event], int]],
+) -> tuple[list[Event], list[tuple[str, int, list[tuple[str, bytes]]]]]:
+    """Stamp events with their streams and versions and encode them, for
+    `EventStore.append_encoded` (in this process or a store writer's): the stamped
+    events, and `(stream_id, expected_version, [(type_name, state), ...])` per stream.
+    An event that cannot be encoded fails here, before anything is sent."""
+    stamped: list[Event] = []
+    encoded = []
+    for stream_id, events, expected_version in batches:
+        if expected_version < 0:
+            raise ValueError(f"expected_version must be >= 0, not {expected_version}")
+        mine = [e.stamp(stream_id=stream_id, version=expected_version + i) for i, e in enumerate(events, start=1)]
+        stamped.extend(mine)
+        encoded.append((stream_id, expected_version, [(e.type_name, encode_event(e)) for e in mine]))
+    return stamped, encoded
 
 
 def _stop_when(

@@ -124,6 +124,9 @@ def test_every_operation_reports_a_lost_database_as_unavailable(
         for name in ("insert_events", "select_events", "select_notifications", "max_notification_id"):
             if hasattr(recorder, name):
                 monkeypatch.setattr(recorder, name, boom)
+    if store.group is not None:  # group commit writes through its own batch writer
+        monkeypatch.setattr(store.group, "write", boom)
+        monkeypatch.setattr("events.group_commit._RETRY_WAIT", 0)
 
     operations = {
         "append": lambda: store.append("s", [Pinged()], expected_version=0),

@@ -13,6 +13,7 @@ from events.store import EventStore
 from actors.runtime.replay import UnknownStream, diff_runs, state_at, timeline
 from actors.runtime.replay import FixtureError, export_run, load_fixture
 from actors.runtime.replay import replay_run
+from actors.runtime.replay.fixtures import sealed_text
 from tests.support import fake_llm
 from tests.support.recording import record_run
 
@@ -71,11 +72,17 @@ def test_fixture_round_trip_and_bad_fixtures(store, tmp_path):
     assert replay_run(loaded, run_id).ok
 
     rows = [json.loads(line) for line in path.read_text().splitlines()]
+    assert rows[-1] == {"seal": rows[-2]["digest"], "events": count}  # export seals the file
+    rows = rows[:-1]
     rows[3]["schema_version"] = 9
+    edited = tmp_path / "edited.jsonl"
+    edited.write_text("\n".join(json.dumps(r) for r in rows) + "\n" + json.dumps({"seal": rows[-1]["digest"], "events": count}))
+    with pytest.raises(FixtureError, match="line 4: its digest does not follow"):
+        load_fixture(edited)  # an edited line breaks the chain
     newer = tmp_path / "newer.jsonl"
-    newer.write_text("\n".join(json.dumps(r) for r in rows))
+    newer.write_text(sealed_text([{k: v for k, v in r.items() if k != "digest"} for r in rows]))
     with pytest.raises(FixtureError, match="event 4: .* newer than this code"):
-        load_fixture(newer)
+        load_fixture(newer)  # resealed, the version itself is refused
     broken = tmp_path / "broken.jsonl"
     broken.write_text("{not json\n")
     with pytest.raises(FixtureError, match="cannot read fixture"):

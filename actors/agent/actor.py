@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from actors.runtime.budget import close_ledger, open_ledger, run_usage
 from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.llm.providers import provider_from_settings
 from actors.runtime.perform import LiveEffects, drive, ray_invoker
@@ -45,6 +46,8 @@ class AgentActor:
         self.llm = llm  # a given provider (tests) also serves the tools' own calls
         self.gateway = LlmGateway(llm if llm is not None else provider_from_settings(settings))
         self._tools: dict[str, Any] = {}
+        # The run's budget, drawn on by every call of the run (the tools' too), as the log left it.
+        self.ledger = open_ledger(self.store, run_id, shared=True, streams=self.call_streams())
 
     def serve(self, start: Any) -> dict[str, Any]:
         """Run the agent to the end and close the run; returns a summary."""
@@ -55,29 +58,40 @@ class AgentActor:
         state = self.shell.state
         try:
             invoke = ray_invoker(_LazyTools(self), timeout_s=self.settings.llm_timeout_s)
-            state = drive(self.shell, LiveEffects(self.gateway, invoke))
+            state = drive(self.shell, LiveEffects(self.gateway, invoke, self.ledger))
         except Exception as e:
             error = ErrorInfo(type="runtime_error", reason=type(e).__name__, message=str(e)[:500])
             self.run.handle(Fail(key="finish", error=error), causation_id=self.shell.last_event_id)
-            self._snapshot()
+            self._finish()
             raise
+        # The run's totals are its log's (the lead's calls and its tools' own): what the audit view counts.
+        used = run_usage(self.store, self.run_id, self.call_streams())
         if state.status == "completed":
             self.run.handle(
-                Complete(key="finish", result=state.answer, llm_calls=state.llm_calls, tokens=state.tokens),
+                Complete(key="finish", result=state.answer, llm_calls=used.calls, tokens=used.tokens),
                 causation_id=self.shell.last_event_id,
             )
         else:
             self.run.handle(Fail(key="finish", error=state.error), causation_id=self.shell.last_event_id)
-        self._snapshot()
+        self._finish()
         return {
             "run_id": self.run_id,
             "status": state.status,
             "answer": state.answer,
             "error": state.error.model_dump() if state.error else None,
-            "llm_calls": state.llm_calls,
-            "tokens": state.tokens,
+            "llm_calls": used.calls,
+            "tokens": used.tokens,
             "replayed_on_load": self.shell.replayed_on_load,
         }
+
+    def call_streams(self) -> list[str]:
+        """The streams that hold the run's LLM calls: the lead's, and each of its tools' own."""
+        tools = getattr(self.shell.state, "tools", [])
+        return [self.shell.stream_id, *(ToolContext(run_id=self.run_id, tool=t.name).stream_id for t in tools)]
+
+    def _finish(self) -> None:
+        self._snapshot()
+        close_ledger(self.ledger)
 
     def _snapshot(self) -> None:
         """Snapshot both actors as they finish, so their final states are indexed views."""
@@ -104,6 +118,7 @@ class AgentActor:
                 store_url=self.settings.store_url,
                 settings=self.settings,
                 provider=self.llm,
+                ledger=self.ledger,
             )
         self._tools[name] = Registry.get_tool(spec.name, spec.topic, **config)
         return self._tools[name]

@@ -101,6 +101,11 @@ class StartAgent(Command):
     grounded: bool = False
 
 
+# The agent's own limits (its counters, checked in `next_effect`) end a run as "budget_exceeded";
+# the run-wide ledger refusing a call (`actors.runtime.ledger`) as "budget_exhausted".
+BUDGET_ERRORS = ("budget_exceeded", "budget_exhausted")
+
+
 def budget_error(reason: str, message: str) -> ErrorInfo:
     return ErrorInfo(type="budget_exceeded", reason=reason, message=message)
 
@@ -254,7 +259,7 @@ class ReactAgent(Behaviour[AgentState]):
             return []
         if isinstance(command, StopAgent):
             out: list[Event] = []
-            if command.error.type == "budget_exceeded":
+            if command.error.type in BUDGET_ERRORS:
                 out.append(BudgetExceeded(error=command.error))
             return out + [AgentFailed(error=command.error)]
         if isinstance(command, ToolFinished):

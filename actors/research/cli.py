@@ -19,6 +19,7 @@ from actors.index.repository import is_url
 from actors.runtime.client import Client
 from actors.runtime.console import follow_run, open_store
 from actors.runtime.errors import UserError
+from events.runs import Budget
 from projections.research_history import ResearchHistory
 
 RESEARCHER = "researcher"  # the run kind (actors.research.kind.ResearchRun)
@@ -33,6 +34,9 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--show", metavar="RUN_ID", help="print the full report of a past run")
     p.add_argument("--max-iterations", type=int, default=6)
+    p.add_argument("--max-llm-calls", type=int, help="LLM calls the whole run may make (plan, steps, searches, report)")
+    p.add_argument("--max-tokens", type=int, help="tokens the whole run may use")
+    p.add_argument("--max-seconds", type=float, help="wall-time budget")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the report")
     p.set_defaults(func=cmd_research)
 
@@ -48,9 +52,10 @@ def cmd_research(args: argparse.Namespace) -> int:
         raise UserError("--repo is empty")
     if args.repo and not is_url(args.repo) and not Path(args.repo).expanduser().is_dir():
         raise UserError(f"repository path {args.repo} does not exist or is not a folder")
+    budget = Budget(max_llm_calls=args.max_llm_calls, max_tokens=args.max_tokens, max_wall_seconds=args.max_seconds)
     with Client() as client:
         handle = client.submit(
-            args.objective, agent=RESEARCHER, repo=args.repo, max_iterations=args.max_iterations
+            args.objective, agent=RESEARCHER, repo=args.repo, max_iterations=args.max_iterations, budget=budget
         )
         print(f"run {handle.run_id}", flush=True)
         return follow_run(handle, args.quiet)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from actors.agent.react import AgentState, ReactAgent, reads_code
+from actors.agent.react import BUDGET_ERRORS, AgentState, ReactAgent, reads_code
 from actors.agent.react import next_effect as agent_next_effect
 from actors.research import prompts
 from actors.runtime.behaviour import Behaviour, Command
@@ -36,7 +36,7 @@ from events.research import (
     ResearchRequested,
     ResearchStarted,
 )
-from events.runs import Budget
+from events.runs import Budget, BudgetExceeded
 
 Phase = Literal["new", "indexing", "planning", "running", "reporting", "completed", "failed"]
 INDEXER = "index_repository"
@@ -156,7 +156,10 @@ class Researcher(Behaviour[ResearchState]):
         if state.finished:
             return []
         if isinstance(command, StopAgent):
-            out = self.react.decide(state.agent, command) if state.status == "running" else []
+            if state.status == "running":
+                out = self.react.decide(state.agent, command)
+            else:  # the plan or the report refused by the run's budget
+                out = [BudgetExceeded(error=command.error)] if command.error.type in BUDGET_ERRORS else []
             return out + [ResearchFailed(error=command.error)]
         if state.status == "indexing" and isinstance(command, ToolFinished):
             return self._indexed(command.events)

@@ -21,11 +21,19 @@ from actors.runtime.effects import (
     StopAgent,
     ToolFinished,
 )
+from actors.runtime.ledger import BUDGET_EXHAUSTED, BudgetExhausted, charged
 from actors.runtime.llm.types import LlmRequest, ReplayDivergence, check_recorded
 from actors.runtime.shell import ActorShell
 from events.base import Event
-from events.effects import LlmCompleted, LlmFailed, LlmRequested, ToolCalled, ToolReturned
+from events.effects import (
+    LlmCompleted,
+    LlmFailed,
+    LlmRequested,
+    ToolCalled,
+    ToolReturned,
+)
 from events.errors import ErrorInfo
+from events.runs import BudgetExceeded
 
 __all__ = [
     "Effects", "LiveEffects", "ReplayEffects", "ToolDivergence", "ToolInvoker", "drive",
@@ -36,14 +44,17 @@ ToolInvoker = Callable[[str, dict[str, Any]], str]
 
 
 class LiveEffects:
-    """Calls the model through the gateway and tools through `invoke(name, args)`."""
+    """Calls the model through the gateway and tools through `invoke(name, args)`. With a
+    `ledger` (`actors.runtime.ledger`), every call draws on the run's budget first: one it
+    cannot cover raises `BudgetExhausted` and is not sent."""
 
-    def __init__(self, gateway: Any, invoke: ToolInvoker) -> None:
+    def __init__(self, gateway: Any, invoke: ToolInvoker, ledger: Any = None) -> None:
         self.gateway = gateway
         self.invoke = invoke
+        self.ledger = ledger
 
     def llm(self, request: LlmRequest, call_index: int) -> list[Event]:
-        return list(self.gateway.call(request, call_index).events)
+        return charged(self.ledger, request, lambda: self.gateway.call(request, call_index).events)
 
     def tool(self, name: str, args: dict[str, Any], call_index: int) -> list[Event]:
         called = ToolCalled(tool=name, args=args, call_index=call_index)
@@ -105,20 +116,26 @@ class ToolDivergence(Exception):
 
 
 class ReplayEffects:
-    """Serves the effects recorded in a stream, in order; never calls out."""
+    """Serves the effects recorded in a stream, in order; never calls out. A call the run's
+    budget refused (a recorded `BudgetExceeded` of type budget_exhausted) is refused again."""
 
     def __init__(self, recorded: list[Event]) -> None:
         self._llm: dict[int, list[Event]] = {}
         self._tools: dict[int, list[Event]] = {}
+        self._refusals: list[ErrorInfo] = []
         for e in recorded:
             if isinstance(e, (LlmRequested, LlmCompleted, LlmFailed)):
                 self._llm.setdefault(e.call_index, []).append(e)
             elif isinstance(e, (ToolCalled, ToolReturned)):
                 self._tools.setdefault(e.call_index, []).append(e)
+            elif isinstance(e, BudgetExceeded) and e.error.type == BUDGET_EXHAUSTED:
+                self._refusals.append(e.error)
         self.live_calls = 0  # stays 0: there are none
 
     def llm(self, request: LlmRequest, call_index: int) -> list[Event]:
         pair = self._llm.get(call_index)
+        if not pair and self._refusals:
+            raise BudgetExhausted(self._refusals.pop(0))
         if not pair:
             raise ReplayDivergence(call_index, None, request.hash())
         recorded = pair[0]
@@ -167,9 +184,15 @@ def drive(
         if isinstance(effect, Stop):
             appended = shell.handle(StopAgent(key="stop", error=effect.error), causation_id=cause)
         elif isinstance(effect, CallLlm):
-            recorded = effects.llm(effect.request, effect.call_index)
-            command = LlmReturned(key=f"llm:{effect.call_index}", events=recorded)
-            appended = shell.handle(command, causation_id=cause)
+            try:
+                recorded = effects.llm(effect.request, effect.call_index)
+            except BudgetExhausted as e:  # the run's budget refused the call: the agent stops
+                appended = shell.handle(StopAgent(key="stop", error=e.error), causation_id=cause)
+                if not appended:  # a behaviour that does not stop for it: the call stays refused
+                    raise
+            else:
+                command = LlmReturned(key=f"llm:{effect.call_index}", events=recorded)
+                appended = shell.handle(command, causation_id=cause)
         elif isinstance(effect, CallTool):
             recorded = effects.tool(effect.tool, effect.args, effect.call_index)
             command = ToolFinished(key=f"tool:{effect.call_index}", events=recorded)

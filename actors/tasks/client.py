@@ -28,14 +28,18 @@ from actors.tasks.result import TaskResult, from_error
 from actors.tasks.runner import needs_llm, prepare, submit, task_result
 from actors.tasks.workflow import ForkWorkflow, StartWorkflow, task_stream
 from events.errors import ErrorInfo
+from events.runs import Budget
 
 
-def submit_task(client: Client, text: str, *, run_id: str | None = None, **options: Any) -> RunHandle:
+def submit_task(
+    client: Client, text: str, *, run_id: str | None = None, budget: Budget | None = None, **options: Any
+) -> RunHandle:
     """Start a workflow run; returns at once. Options: see `actors.tasks.runner.prepare`
     (params, template_dirs, templates, workspace, index, history, kind, llm_params, limits).
+    `budget` (LLM calls, tokens) covers every model call of the run (`actors.runtime.ledger`).
     Bad input raises ValueError before anything is written."""
     start = prepare(text, model=client.settings.llm_model, **options)
-    return _launch(client, run_id or new_run_id(), start)
+    return _launch(client, run_id or new_run_id(), start, budget=budget)
 
 
 def fork_task(
@@ -45,18 +49,23 @@ def fork_task(
     position `at`, then live (with `model` / `llm_params` if given); see `actors.tasks.fork`.
     The original run is untouched. ValueError, before anything is written, for a position
     outside the run or after its workflow finished."""
-    client.run_state(run_id)  # UnknownRun
+    original = client.run_state(run_id)  # UnknownRun
     start, fork = read_fork(client.store, run_id, at, model=model, params=llm_params)
-    return _launch(client, new_run_id(), start, fork, forked_from=f"{run_id}@{at}")
+    return _launch(client, new_run_id(), start, fork, forked_from=f"{run_id}@{at}", budget=original.budget)
 
 
 def _launch(
-    client: Client, run_id: str, start: StartWorkflow, fork: ForkWorkflow | None = None, forked_from: str | None = None
+    client: Client,
+    run_id: str,
+    start: StartWorkflow,
+    fork: ForkWorkflow | None = None,
+    forked_from: str | None = None,
+    budget: Budget | None = None,
 ) -> RunHandle:
     """Record the run and serve it on a Ray actor that Ray restarts after a crash."""
     settings = client.ensure_llm() if needs_llm(start) else client.settings
     client.ensure_ray()
-    submit(client.store, run_id, start, forked_from=forked_from)
+    submit(client.store, run_id, start, forked_from=forked_from, budget=budget)
     return client.spawn(run_id, TaskActor, task_stream(run_id), (settings, run_id, client.llm), (start, fork))
 
 

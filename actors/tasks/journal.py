@@ -8,6 +8,8 @@ replay: the log) and is appended to the workflow's stream *before* the evaluator
 A restarted actor re-runs the workflow from the top against its own log: facts already in
 the log are checked, not appended again, and effects the log holds are served from it; the
 first thing the log does not hold runs live. So a crash costs at most the call in flight.
+An LLM call the run's budget refuses (`actors.runtime.ledger`) is never sent: the refusal is
+recorded (`BudgetExceeded`) and the task gets a failed call of type `budget_exhausted`.
 
 A tool call's start (`ToolCalled`) is appended before the tool runs, its result
 (`ToolReturned`) after. A call whose start the log holds without a result was cut off by a
@@ -27,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from actors.runtime.behaviour import Command
 from actors.runtime.effects import Effects
+from actors.runtime.ledger import BudgetExhausted
 from actors.runtime.llm.types import LlmRequest, check_recorded
 from events.base import Event
 from events.effects import (
@@ -37,6 +40,7 @@ from events.effects import (
     ToolReturned,
 )
 from events.errors import ErrorInfo
+from events.runs import BudgetExceeded
 from events.tasks import WorkflowForked
 
 if TYPE_CHECKING:  # the shell is the runtime's: it brings the store, which a pure core must not
@@ -101,7 +105,11 @@ class Journal:
                 raise JournalDivergence(f"LLM call {index} now asks something other than the log recorded")
             check_recorded(recorded[0])
         else:
-            recorded = self.effects.llm(request, index)
+            try:
+                recorded = self.effects.llm(request, index)
+            except BudgetExhausted as e:  # the run's budget refused it: recorded, never sent
+                self._record(self._take() + [BudgetExceeded(error=e.error)])
+                return LlmFailed(request_hash=request.hash(), call_index=index, error=e.error)
         self._record(self._take() + list(recorded))
         return recorded[-1]  # type: ignore[return-value]
 

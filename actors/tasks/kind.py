@@ -39,8 +39,8 @@ class TaskRun(RunKind):
     def submit(self, client: Client, goal: str, *, run_id: str, budget: Any = None, **options: Any) -> RunHandle:
         """`goal` is the workflow (an S-expression, a task or tool name, or a question with
         `kind="query"`); `options` as `actors.tasks.runner.prepare` takes them. A workflow's
-        limits are its own (`limits`), not a run budget."""
-        return submit_task(client, goal, run_id=run_id, **options)
+        limits are its own (`limits`); `budget` (LLM calls, tokens) covers the whole run."""
+        return submit_task(client, goal, run_id=run_id, budget=budget, **options)
 
     def fork(
         self, client: Client, run_id: str, at: int, *, model: str | None = None, llm_params: dict[str, Any] | None = None

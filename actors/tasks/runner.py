@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from actors.runtime.budget import close_ledger, open_ledger, run_usage
 from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.perform import LiveEffects, ToolInvoker, local_invoker
 from actors.runtime.run import Complete, Fail, RunLifecycle, Start, Submit, run_stream
@@ -48,6 +49,7 @@ from actors.tasks.workflow import (
 )
 from events.base import Event
 from events.errors import ErrorInfo
+from events.runs import Budget
 from events.store import EventStore
 
 AGENT = "task"  # RunSubmitted.agent for workflow runs: the name of their RunKind
@@ -184,7 +186,9 @@ def _atoms(forms: Any) -> Iterable[Any]:
             yield f
 
 
-def submit(store: EventStore, run_id: str, start: StartWorkflow, forked_from: str | None = None) -> ActorShell[Any]:
+def submit(
+    store: EventStore, run_id: str, start: StartWorkflow, forked_from: str | None = None, budget: Budget | None = None
+) -> ActorShell[Any]:
     """Record the run (RunSubmitted); refuses a run id in use. `forked_from` is `RUN@POSITION`."""
     run = ActorShell(RunLifecycle(), run_stream(run_id), store, run_id=run_id).load()
     if run.state.status != "new":
@@ -195,6 +199,7 @@ def submit(store: EventStore, run_id: str, start: StartWorkflow, forked_from: st
             goal=start.text,
             agent=AGENT,
             params={"kind": start.kind, "params": start.params, "workspace": start.workspace},
+            budget=budget or Budget(),
             forked_from=forked_from,
         )
     )
@@ -227,23 +232,26 @@ def serve(
     invoke = timed_invoker(
         local_invoker(tools if tools is not None else workspace_tools(shell.state.workspace)), tool_timeout_s
     )
-    effects: Any = LiveEffects(LlmGateway(provider), invoke)
+    ledger = open_ledger(store, run_id, streams=[shell.stream_id])  # the run's budget, as its log left it
+    effects: Any = LiveEffects(LlmGateway(provider), invoke, ledger)
     if shell.state.fork:
         effects = fork_effects(store, shell.state.fork, effects)
     try:
         result = execute_workflow(shell, effects, on_events)
     except Exception as e:
+        close_ledger(ledger)
         error = ErrorInfo(type="runtime_error", reason=type(e).__name__, message=str(e)[:500])
         run.handle(Fail(key="finish", error=error), causation_id=shell.last_event_id)
         _snapshot(shell, run)
         raise
-    state = shell.state
+    close_ledger(ledger)
+    used = run_usage(store, run_id, [shell.stream_id])  # the run's totals are its log's (the audit view's)
     if result.status == "FAILED":
         error = result.error or ErrorInfo(type="task_failed", reason="failed", message=result.line())
         run.handle(Fail(key="finish", error=error), causation_id=shell.last_event_id)
     else:
         run.handle(
-            Complete(key="finish", result=result_text(result), llm_calls=state.llm_calls, tokens=state.tokens),
+            Complete(key="finish", result=result_text(result), llm_calls=used.calls, tokens=used.tokens),
             causation_id=shell.last_event_id,
         )
     _snapshot(shell, run)

@@ -2,7 +2,8 @@
 # The whole test suite (`make test`, and CI through .ci/run): the pure unit tests in one pytest
 # process, then the integration and end-to-end tests (real Ray, SQLite, PostgreSQL, the local
 # model) in another, so that neither inherits the other's threads and native state (a Ray
-# driver, torch's pools, Qdrant clients).
+# driver, torch's pools, Qdrant clients); then the cluster tests (a head and two worker nodes
+# started with `ray start`, PostgreSQL, Redis) in a third.
 #
 # A pytest process killed by a signal (a crash such as SIGSEGV, not a failing test) is run once
 # more, saying so loudly; a failing test is never retried. pytest's exit code 5 (no tests
@@ -28,5 +29,6 @@ run() {
 
 run tests/unit; unit=$?
 run tests/integration tests/e2e; rest=$?
-echo "test.sh: unit tests exit $unit, integration and end-to-end tests exit $rest" >&2
-[ "$unit" -eq 0 ] && [ "$rest" -eq 0 ]
+run tests/cluster; cluster=$?
+echo "test.sh: unit tests exit $unit, integration and end-to-end tests exit $rest, cluster tests exit $cluster" >&2
+[ "$unit" -eq 0 ] && [ "$rest" -eq 0 ] && [ "$cluster" -eq 0 ]

@@ -1,7 +1,9 @@
 """The one Qdrant layer: a collection per repository, chunks as points, a manifest per
 collection saying which file contents (by hash) a *completed* index holds.
 
-Local mode (a folder, the embedded default) or a Qdrant server (`CHORUS_QDRANT_URL`).
+Local mode (a folder, the embedded default), a Qdrant server (`CHORUS_QDRANT_URL`), or on a
+multi-node cluster without a server the vector store actor that owns the folder
+(`actors.index.vector_actor`; `CHORUS_VECTORS=actor|local` to choose).
 Local mode locks its folder for one process at a time, so callers open the index for a
 piece of work and close it again (`open_index`); a folder another process holds is
 reported as `IndexLocked` after a short wait, not as a stack trace.
@@ -269,6 +271,17 @@ def qdrant_location(settings: Any) -> tuple[str | None, Path]:
     return url, folder
 
 
+def uses_vector_actor(settings: Any) -> bool:
+    """No server: the vector store actor when asked (`CHORUS_VECTORS=actor`) or, by
+    default, on a multi-node cluster (a local folder cannot be shared by nodes)."""
+    mode = getattr(settings, "vectors", "auto")
+    if mode == "auto":
+        from actors.index.vector_actor import on_a_cluster
+
+        return on_a_cluster()
+    return mode == "actor"
+
+
 @contextmanager
 def open_index(settings: Any, wait_s: float = 10.0) -> Iterator[VectorIndex]:
     """The vector index for a piece of work; local mode's folder lock is held only inside."""
@@ -277,6 +290,10 @@ def open_index(settings: Any, wait_s: float = 10.0) -> Iterator[VectorIndex]:
     url, folder = qdrant_location(settings)
     if url:
         client = QdrantClient(url=url, timeout=30)
+    elif uses_vector_actor(settings):
+        from actors.index.vector_actor import RemoteQdrant, vector_actor
+
+        client = RemoteQdrant(vector_actor(settings, folder))
     else:
         folder.mkdir(parents=True, exist_ok=True)
         deadline = time.monotonic() + wait_s

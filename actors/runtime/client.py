@@ -26,6 +26,7 @@ from typing import Any
 
 from actors.runtime.llm.local_server import LocalLlamaServer
 from actors.runtime.perform import tool_error_message
+from actors.runtime.placement import ray_options
 from actors.runtime.registry import Registry
 from actors.runtime.result import RunResult
 from actors.runtime.run import (
@@ -289,9 +290,10 @@ class Client:
         import ray  # lazily: reading runs (`chorus runs`, replay) needs no Ray
 
         concurrency = 2 if callable(getattr(actor_class, "stop", None)) else 1
+        placed = ray_options(self.settings.placement, name)  # CHORUS_PLACEMENT: which nodes
         actor = (
             ray.remote(actor_class)
-            .options(name=name, max_restarts=3, max_task_retries=3, num_cpus=0, max_concurrency=concurrency)
+            .options(name=name, max_restarts=3, max_task_retries=3, num_cpus=0, max_concurrency=concurrency, **placed)
             .remote(*args)
         )
         return RunHandle(self, run_id, actor.serve.remote(*start), actor)

@@ -11,6 +11,8 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
+from actors.runtime.placement import PlacementError, parse_placement
+
 DEFAULT_MODEL_FILE = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 
 
@@ -62,6 +64,9 @@ class Settings(BaseModel):
     embeddings_model: str = "text-embedding-3-small"
     snapshot_every: int = 100
     qdrant_url: str | None = None  # None: Qdrant local mode in data_dir/qdrant
+    # auto: a vector-store actor on a multi-node cluster, else local mode; or local | actor
+    vectors: str = "auto"
+    placement: str = ""  # CHORUS_PLACEMENT: where actors go on a cluster (actors.runtime.placement)
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -91,6 +96,8 @@ class Settings(BaseModel):
             ("CHORUS_EMBEDDINGS_MODEL", "embeddings_model"),
             ("CHORUS_SNAPSHOT_EVERY", "snapshot_every"),
             ("CHORUS_QDRANT_URL", "qdrant_url"),
+            ("CHORUS_VECTORS", "vectors"),
+            ("CHORUS_PLACEMENT", "placement"),
         ):
             if env.get(key):
                 values[field] = env[key]
@@ -105,6 +112,12 @@ class Settings(BaseModel):
                 f"CHORUS_LLM_STRUCTURED={settings.llm_structured!r}: "
                 "use auto, json_schema or json_object"
             )
+        if settings.vectors not in ("auto", "local", "actor"):
+            raise ConfigError(f"CHORUS_VECTORS={settings.vectors!r}: use auto, local or actor")
+        try:
+            parse_placement(settings.placement)
+        except PlacementError as e:
+            raise ConfigError(str(e)) from None
         return settings
 
     @property

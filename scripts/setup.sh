@@ -27,17 +27,18 @@ if ! installed torch 2.13.0; then
   "$PY" -m pip install torch==2.13.0
 fi
 
-# Chorus itself, editable, with the local LLM server and the test tools. Skipped when the
+# Chorus itself, editable, with the local LLM server, the test tools and Ray Serve. Skipped when the
 # dependency list has not changed since the last successful install.
 STAMP="$VENV/.chorus-deps"
-WANT="$(sha256sum pyproject.toml | cut -d' ' -f1)"
+EXTRAS="local,test,serve"
+WANT="$(cat pyproject.toml - <<< "$EXTRAS" | sha256sum | cut -d' ' -f1)"  # the extras too: a new one reinstalls
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ] || ! installed chorus "" || ! installed llama-cpp-python ""; then
   if ! installed llama-cpp-python ""; then
     say "installing Chorus; this builds llama.cpp from source (about 7 minutes on 2 cores)"
   else
     say "installing Chorus"
   fi
-  "$PY" -m pip install -e ".[local,test]"
+  "$PY" -m pip install -e ".[$EXTRAS]"  # serve: the tests check deploy/serve-api.yaml with Ray Serve's schema
   echo "$WANT" > "$STAMP"
 fi
 

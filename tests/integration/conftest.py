@@ -6,6 +6,9 @@ import logging
 
 import pytest
 
+from actors import Client
+from actors.runtime.llm.testing import ScriptedProvider
+from actors.runtime.settings import Settings
 from tests.support.ray_env import worker_path
 
 
@@ -23,3 +26,13 @@ def ray_local():
             namespace="chorus-tests",
         )
     return ray
+
+
+@pytest.fixture
+def client(ray_local, tmp_path):
+    """`client(script)`: a Client on local Ray and a SQLite file of this test, with a scripted model."""
+    def make(script):
+        settings = Settings.from_env(data_dir=tmp_path / "data", store_url=f"sqlite:///{tmp_path / 'chorus.db'}")
+        return Client(settings=settings, llm=ScriptedProvider(script))
+
+    return make

@@ -18,7 +18,6 @@ from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.llm.types import LlmRequest, LlmResult
 from actors.runtime.replay import replay_run
 from actors.runtime.run import RunLifecycle, Submit, run_stream
-from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell
 from actors.runtime.tool_context import ToolContext
 from events.runs import Budget
@@ -28,15 +27,6 @@ from tests.support.budget_scripts import map_step, no_repo_researcher, slow_orch
 from tests.support.task_scripts import EXAMPLE, director_evaluator_script
 
 pytestmark = pytest.mark.ray
-
-
-@pytest.fixture
-def client(ray_local, tmp_path):
-    def make(script):
-        settings = Settings.from_env(data_dir=tmp_path / "data", store_url=f"sqlite:///{tmp_path / 'chorus.db'}")
-        return Client(settings=settings, llm=ScriptedProvider(script))
-
-    return make
 
 
 def calls_in_log(c: Client, run_id: str) -> int:

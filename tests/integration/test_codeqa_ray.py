@@ -8,24 +8,12 @@ import io
 
 import pytest
 
-from actors import Client
 from actors.codeqa.cli import follow_question
 from actors.codeqa.orchestrator import TOOLS
-from actors.runtime.llm.testing import ScriptedProvider
-from actors.runtime.settings import Settings
 from actors.runtime.replay import replay_run
 from tests.support import codeqa_llm, fake_llm
 
 pytestmark = pytest.mark.ray
-
-
-@pytest.fixture
-def client(ray_local, tmp_path):
-    def make(script):
-        settings = Settings.from_env(data_dir=tmp_path / "data", store_url=f"sqlite:///{tmp_path / 'chorus.db'}")
-        return Client(settings=settings, llm=ScriptedProvider(script))
-
-    return make
 
 
 def test_a_code_question_runs_on_ray_and_prints_answer_and_sources(client, tmp_path):

@@ -33,6 +33,10 @@ class AgentStarted(Event):
     # Answers must quote a line the tools showed, and pass the verify step (actors/agent/evidence.py).
     # False for runs recorded before grounding existed, so they replay as they ran.
     grounded: bool = False
+    # The agent reads the definitions the question names before its first model call, and after a
+    # refused answer, and shows them as its own notes (not as the model's steps); the model's own
+    # lookups are capped. False for runs recorded before, so they replay as they ran.
+    lookups: bool = False
 
 
 @event_type("StepDecided")
@@ -43,6 +47,8 @@ class StepDecided(Event):
     thought: str
     action: str
     args: dict[str, Any]
+    # Decided by the agent itself (a lookup of a name), not by the model: shown as a note.
+    auto: bool = False
 
 
 @event_type("StepRejected")

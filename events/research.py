@@ -34,6 +34,7 @@ class ResearchRequested(Event):
     params: dict[str, Any] = {}
     budget: Budget = Budget()
     grounded: bool = False  # the loop's answers quote their line (False: recorded before that existed)
+    lookups: bool = False  # the loop reads the definitions the question names itself (AgentStarted.lookups)
 
 
 @event_type("IndexingStarted")

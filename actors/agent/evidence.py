@@ -18,6 +18,7 @@ from its log with the same verdicts.
 
 from __future__ import annotations
 
+import builtins
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -172,6 +173,18 @@ _BASES = re.compile(r"\bclass\s+\w+\s*\((?P<bases>[^)]*)\)?")
 _IDENT = re.compile(r"[A-Za-z_]\w{2,}")
 
 
+def _values(quote: str) -> set[str]:
+    """The values a quoted line holds: numbers (800.0 also as 800), strings, True/False/None."""
+    out: set[str] = set()
+    for n in _NUMBER.findall(quote):
+        out.add(n)
+        if re.fullmatch(r"-?\d+\.0+", n):
+            out.add(n.split(".")[0])
+    out |= {m["s"] for m in _STRING.finditer(quote) if m["s"].strip()}
+    out |= set(re.findall(r"\b(True|False|None)\b", quote))
+    return out
+
+
 def ask_of(question: str) -> str:
     """What the question asks for: name, base, override, message, value or any."""
     for kind, pattern in _ASKS:
@@ -185,10 +198,13 @@ def _without_citations(answer: str) -> str:
     return re.sub(r"\blines? \d+(\s*-\s*\d+)?\b", " ", text, flags=re.I)
 
 
-def mismatch(question: str, answer: str, quote: str, classes: Mapping[str, tuple[str, ...]] | None = None) -> str | None:
+def mismatch(
+    question: str, answer: str, quote: str, classes: Mapping[str, tuple[str, ...]] | None = None, *, strict: bool = False
+) -> str | None:
     """Why the quote does not answer what the question asks (for the model), or None.
     `classes` (class → bases, from the class lines the tools showed) lets a two-hop question
-    quote the class line of a base of the class it names."""
+    quote the class line of a base of the class it names. `strict` (runs started with the
+    agent's own lookups): an answer to a value question must give a value its quote holds."""
     classes = classes or {}
     ask = ask_of(question)
     q = quote
@@ -248,11 +264,21 @@ def mismatch(question: str, answer: str, quote: str, classes: Mapping[str, tuple
             )
         said = set(_NUMBER.findall(_without_citations(answer).replace(q, " ")))
         quoted = set(_NUMBER.findall(q))
+        if strict:  # 800 is the 800.0 a line sets
+            quoted |= {n.split(".")[0] for n in quoted if re.fullmatch(r"-?\d+\.0+", n)}
         missing = sorted(n for n in said - quoted if n.lstrip("-") not in quoted)
         if missing and not quoted & said:
             return (
                 f"Your answer says {', '.join(missing)}, but the quoted line does not: `{_short(q)}`. "
                 "Give the value the quote shows, or quote the line that shows yours."
+            )
+        values = _values(q)
+        bare = _without_citations(answer).lower()
+        if strict and values and not any(v.lower() in bare for v in values):
+            return (
+                f"The question asks for a value, and your answer does not give the one your quote shows "
+                f"({', '.join(sorted(values)[:3])} in `{_short(q)}`). Answer with the value, or quote the line "
+                "that sets the value the question asks for."
             )
     return None
 
@@ -275,6 +301,79 @@ def lookup_name(question: str, answer: str, done: Iterable[str]) -> str | None:
                 if low not in seen and not any(d.startswith(low + ".") for d in seen):
                     return name
     return None
+
+
+# Names a question gives as code, most specific first: `Class.member` (or `member()` of one),
+# CamelCase, CONSTANT_CASE, snake_case, and a capitalised word said to be a class.
+_QUESTION_NAMES = (
+    re.compile(r"\b([A-Z]\w*\.[A-Za-z_]\w*)(?:\(\))?"),
+    _CAMEL_NAME,
+    re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b"),
+    re.compile(r"`?\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b`?(?:\(\))?"),
+    re.compile(r"\b([A-Z][a-z]\w*) (?:class|object|instance|exception|method|function)\b"),
+    re.compile(r"\b(?:class|exception) ([A-Z]\w+)\b"),
+)
+# Python's own names: a question naming one is not asking where the package defines it.
+_BUILTINS = frozenset(n for n in dir(builtins) if n[:1].isupper()) | {"Python", "Enum", "Generic", "Protocol"}
+_QUESTION_WORDS = frozenset("Which What Where When Why How Who Whose Does Do Is Are Can The This That In If For".split())
+
+
+def question_name(question: str) -> str | None:
+    """The name whose definition the agent reads before the model's first step: the most
+    specific code name the question gives (Python's built-ins aside), or None."""
+    for pattern in _QUESTION_NAMES:
+        for m in pattern.finditer(question):
+            name = m.group(1).rstrip(".")
+            if name.split(".")[0] not in _BUILTINS | _QUESTION_WORDS and len(name) > 2:
+                return name
+    return None
+
+
+# Words a question uses for what code abbreviates.
+_SAME = {
+    "maximum": "max", "upper": "max", "most": "max", "largest": "max", "highest": "max",
+    "minimum": "min", "lower": "min", "least": "min", "smallest": "min",
+    "milliseconds": "ms", "millisecond": "ms", "seconds": "secs", "characters": "len", "length": "len",
+    "longer": "len", "long": "len", "number": "num", "count": "num", "default": "default",
+}
+_STOP = frozenset(
+    "the a an of in on at to for is are was be by it its does do did what which when how who that this with from "
+    "as or and not no than after before each into their there then class method function value".split()
+)
+
+
+def _terms(text: str) -> set[str]:
+    """Words of a text or of code identifiers (split on snake_case and camelCase), normalised."""
+    words = re.findall(r"[A-Z]?[a-z]+|[A-Z]+(?![a-z])|\d+", text)
+    out = set()
+    for w in words:
+        w = w.lower()
+        if w in _STOP or len(w) < 2:
+            continue
+        w = _SAME.get(w, w)
+        out.add(w[:-1] if len(w) > 4 and w.endswith("s") else w)
+    return out
+
+
+def pointer_lines(question: str, observation: str, limit: int = 3) -> list[str]:
+    """The numbered lines of an observation sharing the most words with the question (at least
+    two), best first: what the agent points the model at in a definition it looked up."""
+    asked = _terms(question)
+    ask = ask_of(question)
+    scored = []
+    for raw in observation.splitlines():
+        m = _NUMBERED.match(raw)
+        if not m or not m["text"].strip():
+            continue
+        text = m["text"]
+        score = len(asked & _terms(text))
+        if ask == "value" and _LITERAL.search(text):
+            score += 1
+        elif ask == "message" and _STRING.search(text):
+            score += 1
+        if score >= 2:
+            scored.append((-score, int(m["n"]), f"{m['n']}: {text.strip()}"))
+    return [line for _, _, line in sorted(scored)[:limit]]
 
 
 def class_lines(shown: Mapping[str, Mapping[int, str]]) -> dict[str, tuple[str, ...]]:
@@ -336,13 +435,39 @@ def _short(text: str, limit: int = 120) -> str:
 # -- the whole check ---------------------------------------------------------------------------------
 
 
+def through_names(question: str, answer: str, quote: Grounded, shown: Mapping[str, Mapping[int, str]]) -> Grounded | None:
+    """A value quoted through a name (`min(x * 2, max_x)` for the maximum): the shown line of the
+    same file that assigns one of the quote's names, matching the question best among those
+    assignments, when it holds the value the answer gives."""
+    said = set(_NUMBER.findall(_without_citations(answer))) | {m["s"] for m in _STRING.finditer(answer)}
+    names = {n for n in re.findall(r"[A-Za-z_]\w{2,}", quote.text)}
+    lines = next((ls for path, ls in shown.items() if path == quote.path), {})
+    asked = _terms(question)
+    options = []
+    for n, text in lines.items():
+        m = re.match(r"\s*(?:self\.)?([A-Za-z_]\w*)\s*(?::[^=]+)?=(?!=)\s*(.+)$", text)
+        if m and m.group(1) in names and n != quote.line:
+            options.append((len(asked & _terms(m.group(1))), n, text))
+    if not options:
+        return None
+    best = max(o[0] for o in options)
+    for score, n, text in sorted(options, key=lambda o: o[1]):
+        values = _values(text)
+        if score == best and said & values | {v.split(".")[0] for v in values if re.fullmatch(r"-?\d+\.0+", v)} & said:
+            return Grounded(quote.path, n, norm(text), text.strip())
+    return None
+
+
 @dataclass(frozen=True)
 class Verdict:
     answer: str | None  # the answer to give (its evidence appended), or None: refused
     observation: str = ""  # why it was refused, for the model
 
 
-def check_answer(question: str, answer: str, args: Mapping[str, Any], observations: Iterable[str], *, forced: bool = False) -> Verdict:
+def check_answer(
+    question: str, answer: str, args: Mapping[str, Any], observations: Iterable[str], *, forced: bool = False,
+    strict: bool = False,
+) -> Verdict:
     """Accept a grounded, verified answer (with its evidence line), a plain "not found", or
     refuse with a note. `forced` (the last step): a refusal becomes "not found", with the
     unchecked answer named as such."""
@@ -360,7 +485,11 @@ def check_answer(question: str, answer: str, args: Mapping[str, Any], observatio
     checked = ground(shown, cite)
     if isinstance(checked, str):
         return _refused(checked, text, forced)
-    wrong = mismatch(question, text, checked.text, class_lines(shown))
+    wrong = mismatch(question, text, checked.text, class_lines(shown), strict=strict)
+    if wrong is not None and strict and ask_of(question) == "value":
+        resolved = through_names(question, text, checked, shown)
+        if resolved is not None:  # the quote uses a name; the line setting that name holds the value
+            checked, wrong = resolved, None
     if wrong is not None:
         return _refused(wrong, text, forced)
     evidence = f"{checked.path}:{checked.line}: {checked.text}"

@@ -16,6 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from actors.agent.evidence import pointer_lines
 from actors.agent.policy import summarize_step
 
 ANSWER = "answer"
@@ -43,6 +44,7 @@ class HistoryItem(BaseModel):
     action: str = ""
     args: dict[str, Any] = {}
     observation: str = ""
+    auto: bool = False  # a lookup the agent made itself: shown as its note, not as the model's step
 
 
 class StepProblem(BaseModel):
@@ -286,6 +288,28 @@ def iteration_note(iteration: int, max_iterations: int) -> str:
     )
 
 
+def found_nothing(observation: str) -> bool:
+    """A lookup that found no definition (the agent's own such lookup is not shown)."""
+    return observation.lstrip().startswith("No definition named")
+
+
+def looked_up_note(step: HistoryItem, goal: str = "") -> str:
+    """The agent's own definition lookup, as it shows it to the model, with the lines of it
+    that share the most words with the question."""
+    name = next(iter(step.args.values()), "") if step.args else ""
+    pointers = pointer_lines(goal.strip().split("\n\n", 1)[0], step.observation) if goal else []
+    close = "If a line above states the answer, answer now and quote that line."
+    if pointers:
+        close = "Lines above that share words with the goal:\n" + "\n".join(pointers) + "\n" + close
+    return f"Looked up for you, the definition of {name}:\n{step.observation.strip()}\n\n{close}"
+
+
+def _condensed(number: int, step: HistoryItem) -> str:
+    if step.auto:  # not the model's own step: no "your thought"
+        return summarize_step(number, step.model_copy(update={"thought": ""})) + " (looked up for you)"
+    return summarize_step(number, step)
+
+
 # Condensed lines kept in a prompt: the baton stays a fixed size, so a long run neither
 # overflows the model's context nor records ever-longer requests.
 MAX_CONDENSED = 20
@@ -328,11 +352,15 @@ def build_messages(
         opening.append(notes.strip())
     if shown:
         lines = [f"({hidden} earlier steps not shown)"] if hidden else []
-        lines += [summarize_step(hidden + i, step) for i, step in enumerate(shown, 1)]
+        lines += [_condensed(hidden + i, step) for i, step in enumerate(shown, 1)]
         opening.append("Done so far (older steps, condensed):\n" + "\n".join(lines))
     turns: list[tuple[str, str]] = [("user", "\n\n".join(opening))]
 
     for step in recent:
+        if step.auto:  # the agent's own lookup: its note, not a step the model took
+            if not found_nothing(step.observation):
+                turns.append(("user", looked_up_note(step, goal)))
+            continue
         if step.action:
             turns.append(("assistant", step_json(step.thought, step.action, step.args)))
         turns.append(("user", f"Observation:\n{step.observation.strip() or '(nothing)'}"))

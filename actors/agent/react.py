@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from actors.agent.evidence import check_answer, lookup_name
+from actors.agent.evidence import check_answer, lookup_name, question_name
 from actors.agent.policy import REPEAT_MARK, format_observation, is_repeat, repeat_observation, wrap_answer
 from actors.agent.parsing import parse_step
 from actors.agent.prompt import MAX_CONDENSED, AgentStep, HistoryItem, StepProblem, build_messages, step_schema
@@ -51,6 +51,7 @@ class PendingStep(BaseModel):
     thought: str
     action: str
     args: dict[str, Any]
+    auto: bool = False
 
 
 class AgentState(State):
@@ -63,6 +64,7 @@ class AgentState(State):
     params: dict[str, Any] = {}
     budget: Budget = Budget()
     grounded: bool = False
+    lookups: bool = False
     history: list[HistoryItem] = []  # the most recent HISTORY_KEPT steps
     steps_dropped: int = 0  # older steps, no longer in the state
     pending: PendingStep | None = None
@@ -99,6 +101,7 @@ class StartAgent(Command):
     params: dict[str, Any] = {}
     budget: Budget = Budget()
     grounded: bool = False
+    lookups: bool = False
 
 
 # The agent's own limits (its counters, checked in `next_effect`) end a run as "budget_exceeded";
@@ -121,6 +124,14 @@ def must_answer(state: AgentState) -> bool:
 
 
 FIND_DEFINITION = "find_definition"
+# The model's own definition lookups per run, once the agent makes its own (`lookups`): past
+# this, it answers from what the definitions showed, or says "not found".
+MAX_LOOKUPS = 3
+LOOKUP_LIMIT = (
+    f"You have looked up {MAX_LOOKUPS} definitions already. Answer now from the lines they showed "
+    '(quote the line that states the answer), or answer "Not found in the code".'
+)
+NO_DEFINITION = "No definition named"
 NOT_LOOKED = (
     "You have not looked at any code yet, so that answer would be a guess. Call a tool first: "
     "search with a word or a name from the goal."
@@ -142,7 +153,28 @@ def reads_code(tools: list[ToolSpec]) -> bool:
 def looked(state: AgentState) -> bool:
     """Whether a tool has shown the agent anything yet (an error or a refused step is not code)."""
     return state.steps_dropped > 0 or any(
-        h.action and h.action != "answer" and not h.observation.startswith(("Error", REPEAT_MARK)) for h in state.history
+        h.action and h.action != "answer" and not h.observation.startswith(("Error", REPEAT_MARK, NO_DEFINITION))
+        for h in state.history
+    )
+
+
+def own_lookups(state: AgentState) -> int:
+    """The definitions the model itself asked for (the agent's own lookups aside)."""
+    return sum(1 for h in state.history if h.action == FIND_DEFINITION and not h.auto)
+
+
+def opening_lookup(goal: str, tool_names: list[str]) -> StepDecided | None:
+    """Before the model's first step, the agent reads the definition of the most specific code
+    name the question gives (`Class.member`, CamelCase, CONSTANT, snake_case), if it has
+    find_definition: a question about a named definition starts with its lines in view."""
+    if FIND_DEFINITION not in tool_names:
+        return None
+    name = question_name(question_of(goal))
+    if name is None:
+        return None
+    return StepDecided(
+        iteration=0, thought=f"The question names {name}: read its definition.", action=FIND_DEFINITION,
+        args={"name": name}, auto=True,
     )
 
 
@@ -201,6 +233,14 @@ def next_effect(state: AgentState, prompt: Callable[..., list[dict[str, str]]] |
     return CallLlm(request=request, call_index=state.llm_calls + 1)
 
 
+def _not_run(step: AgentStep, iteration: int, reason: str, observation: str) -> StepRejected:
+    """The model's tool step, rejected: the observation tells the model why."""
+    return StepRejected(
+        iteration=iteration, thought=step.thought, action=step.action, args=step.args, reason=reason,
+        observation=observation,
+    )
+
+
 # -- decide / evolve --------------------------------------------------------------------------
 
 
@@ -233,6 +273,7 @@ class ReactAgent(Behaviour[AgentState]):
         if kw.pop("repo", None):
             raise ValueError("the react agent takes no repository; use agent='researcher'")
         kw.setdefault("grounded", reads_code(tools))
+        kw.setdefault("lookups", bool(kw["grounded"]) and FIND_DEFINITION in [t.name for t in tools])
         return StartAgent(key="start", goal=goal, root=root, tools=tools, **kw)
 
     def start_command(self, started: AgentStarted, key: str = "start") -> StartAgent:
@@ -243,18 +284,19 @@ class ReactAgent(Behaviour[AgentState]):
         if isinstance(command, StartAgent):
             if state.status != "new":
                 return []
-            return [
-                AgentStarted(
-                    goal=command.goal,
-                    root=command.root,
-                    tools=command.tools,
-                    max_iterations=command.max_iterations,
-                    model=command.model,
-                    params=command.params,
-                    budget=command.budget,
-                    grounded=command.grounded,
-                )
-            ]
+            started = AgentStarted(
+                goal=command.goal,
+                root=command.root,
+                tools=command.tools,
+                max_iterations=command.max_iterations,
+                model=command.model,
+                params=command.params,
+                budget=command.budget,
+                grounded=command.grounded,
+                lookups=command.lookups,
+            )
+            first = opening_lookup(command.goal, [t.name for t in command.tools]) if command.lookups else None
+            return [started] if first is None else [started, first]
         if state.finished:
             return []
         if isinstance(command, StopAgent):
@@ -300,7 +342,8 @@ class ReactAgent(Behaviour[AgentState]):
             checked = False
             if text and refused is None and state.grounded:
                 verdict = check_answer(
-                    question_of(state.goal), text, step.args, [h.observation for h in state.history], forced=must_answer(state)
+                    question_of(state.goal), text, step.args, [h.observation for h in state.history], forced=must_answer(state),
+                    strict=state.lookups,
                 )
                 text, refused, checked = verdict.answer or text, verdict.observation or None, True
             if text and refused is None:
@@ -318,17 +361,10 @@ class ReactAgent(Behaviour[AgentState]):
             read = self._read_the_definition(state, text, iteration) if checked else None
             if read is not None:  # the check failed: the agent reads the definition it needs, no model call
                 out.append(read)
+        elif state.lookups and step.action == FIND_DEFINITION and own_lookups(state) >= MAX_LOOKUPS:
+            out.append(_not_run(step, iteration, "lookup_limit", LOOKUP_LIMIT))
         elif is_repeat(state.history, step.action, step.args):
-            out.append(
-                StepRejected(
-                    iteration=iteration,
-                    thought=step.thought,
-                    action=step.action,
-                    args=step.args,
-                    reason="repeat",
-                    observation=repeat_observation(state.history, step.action, step.args),
-                )
-            )
+            out.append(_not_run(step, iteration, "repeat", repeat_observation(state.history, step.action, step.args)))
         else:
             out.append(
                 StepDecided(iteration=iteration, thought=step.thought, action=step.action, args=step.args)
@@ -362,6 +398,7 @@ class ReactAgent(Behaviour[AgentState]):
             thought=f"The answer was not confirmed; read the definition of {name}.",
             action=FIND_DEFINITION,
             args={"name": name},
+            auto=state.lookups,
         )
 
     def evolve(self, state: AgentState, event: Event) -> AgentState:
@@ -393,6 +430,7 @@ class ReactAgent(Behaviour[AgentState]):
                 params=event.params,
                 budget=event.budget,
                 grounded=event.grounded,
+                lookups=event.lookups,
                 started_at=event.timestamp,
             )
         elif isinstance(event, (LlmCompleted, LlmFailed)):
@@ -404,7 +442,8 @@ class ReactAgent(Behaviour[AgentState]):
                 iteration=event.iteration,
                 rejected_in_a_row=0,
                 pending=PendingStep(
-                    iteration=event.iteration, thought=event.thought, action=event.action, args=event.args
+                    iteration=event.iteration, thought=event.thought, action=event.action, args=event.args,
+                    auto=event.auto,
                 ),
             )
         elif isinstance(event, StepRejected):
@@ -425,6 +464,7 @@ class ReactAgent(Behaviour[AgentState]):
                 action=p.action,
                 args=p.args,
                 observation=format_observation(event.tool, event.output),
+                auto=p.auto,
             )
             up.update(pending=None, history=[*state.history, item])
         elif isinstance(event, AnswerGiven):

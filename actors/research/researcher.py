@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from actors.agent.react import BUDGET_ERRORS, AgentState, ReactAgent, reads_code
+from actors.agent.react import BUDGET_ERRORS, FIND_DEFINITION, AgentState, ReactAgent, opening_lookup, reads_code
 from actors.agent.react import next_effect as agent_next_effect
 from actors.research import prompts
 from actors.runtime.behaviour import Behaviour, Command
@@ -54,6 +54,7 @@ class StartResearch(Command):
     params: dict[str, Any] = {}
     budget: Budget = Budget()
     grounded: bool = False
+    lookups: bool = False
 
 
 class ResearchState(State):
@@ -67,6 +68,7 @@ class ResearchState(State):
     params: dict[str, Any] = {}
     budget: Budget = Budget()
     grounded: bool = False
+    lookups: bool = False
     plan: list[str] = []
     index_summary: str = ""
     agent: AgentState = AgentState()
@@ -141,6 +143,7 @@ class Researcher(Behaviour[ResearchState]):
     @classmethod
     def make_start(cls, *, goal: str, root: str, tools: list[ToolSpec], repo: str | None = None, **kw: Any) -> StartResearch:
         kw.setdefault("grounded", reads_code(tools))
+        kw.setdefault("lookups", bool(kw["grounded"]) and FIND_DEFINITION in [t.name for t in tools])
         return StartResearch(key="start", objective=goal, repo_url=repo, root=root, tools=tools, **kw)
 
     # -- decide ---------------------------------------------------------------------------
@@ -220,8 +223,10 @@ class Researcher(Behaviour[ResearchState]):
             params=state.params,
             budget=state.budget,
             grounded=state.grounded,
+            lookups=state.lookups,
         )
-        return [*recorded, PlanMade(steps=plan), start]
+        first = opening_lookup(state.objective, [t.name for t in state.agent_tools]) if state.lookups else None
+        return [*recorded, PlanMade(steps=plan), start, *([first] if first else [])]
 
     # -- evolve ---------------------------------------------------------------------------
 
@@ -240,7 +245,7 @@ class Researcher(Behaviour[ResearchState]):
                 status="indexing" if event.repo_url else "planning",
                 objective=event.objective, repo_url=event.repo_url, root=event.root,
                 agent_tools=event.tools, max_iterations=event.max_iterations, model=event.model,
-                params=event.params, budget=event.budget, grounded=event.grounded,
+                params=event.params, budget=event.budget, grounded=event.grounded, lookups=event.lookups,
             )
         elif isinstance(event, IndexingCompleted):
             up.update(status="planning", root=event.root, index_summary=event.summary)

@@ -63,6 +63,8 @@ def check_endpoint(base_url: str, api_key: str, timeout_s: float = 5.0) -> None:
     url = base_url.rstrip("/") + "/models"
     try:
         httpx.get(url, headers={"Authorization": f"Bearer {api_key}"}, timeout=timeout_s)
+    except httpx.ReadTimeout:
+        return  # it took the connection and is busy (a llama.cpp server serves one completion at a time): up
     except httpx.HTTPError as e:
         raise LlmUnavailable(f"LLM endpoint {base_url} is unreachable: {type(e).__name__}: {e}") from e
 
@@ -161,7 +163,9 @@ class Client:
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.address = address or os.environ.get("CHORUS_RAY_ADDRESS") or None
-        if self.address and backend_of(self.settings.store_url) != "postgres":
+        # "local": a new local instance even when a `ray start` cluster runs on this machine
+        # (which ray.init would otherwise join); any other address is a cluster.
+        if self.address not in (None, "local") and backend_of(self.settings.store_url) != "postgres":
             raise ConfigError(
                 "a Ray cluster needs a shared event store: set CHORUS_STORE_URL=postgresql://... "
                 f"(now {self.settings.store_url})"
@@ -291,9 +295,14 @@ class Client:
 
         concurrency = 2 if callable(getattr(actor_class, "stop", None)) else 1
         placed = ray_options(self.settings.placement, name)  # CHORUS_PLACEMENT: which nodes
+        # `serve` is retried until the actor answers again or is dead for good (its restarts
+        # spent), never a fixed number of times: until Ray notices a lost node, each call to
+        # an actor on it is refused at once and spends a retry, so 3 ran out before the
+        # actor restarted elsewhere and the run was failed while its actor came back. A
+        # retried `serve` resumes from the log and appends nothing twice.
         actor = (
             ray.remote(actor_class)
-            .options(name=name, max_restarts=3, max_task_retries=3, num_cpus=0, max_concurrency=concurrency, **placed)
+            .options(name=name, max_restarts=3, max_task_retries=-1, num_cpus=0, max_concurrency=concurrency, **placed)
             .remote(*args)
         )
         return RunHandle(self, run_id, actor.serve.remote(*start), actor)

@@ -169,3 +169,49 @@ def test_a_which_method_answer_must_quote_the_name_it_gives() -> None:
     # an answer naming no code name is not judged by this rule
     assert mismatch(q, "The snapshot method.", "def take_snapshot(self):") is None
     assert mismatch("Which file defines Settings?", "`config.py`", "class Settings:") is None
+
+
+def test_in_strict_runs_a_value_answer_must_give_a_value_its_quote_holds() -> None:
+    q = "What is the upper limit of the polling interval, in milliseconds?"
+    described = "wait() polls with exponential backoff until the timeout."
+    assert mismatch(q, described, "while True:") is None  # runs recorded before: as they ran
+    refused = mismatch(q, described, "while True:", strict=True)
+    assert refused and "does not give the one your quote shows" in refused
+    assert mismatch(q, "800 ms", "max_sleep_interval_ms = 800.0", strict=True) is None  # 800.0 read as 800
+    assert mismatch("Which module does it fall back to?", "eventsourcing.popo", 'or "eventsourcing.popo"', strict=True) is None
+
+
+def test_pointer_lines_are_the_lines_sharing_the_most_words_with_the_question() -> None:
+    from actors.agent.evidence import pointer_lines
+
+    observation = "pkg/poll.py, lines 1-4 of 4:\n1: def wait(self):\n2:     sleep_interval_ms = 100.0\n3:     max_sleep_interval_ms = 800.0\n4:     return None"
+    lines = pointer_lines("What is the upper limit of the sleep interval, in milliseconds?", observation)
+    assert lines[0] == "3: max_sleep_interval_ms = 800.0" and "2: sleep_interval_ms = 100.0" in lines
+    assert "1: def wait(self):" not in lines
+    assert pointer_lines("Who wrote it?", observation) == []
+
+
+def test_the_name_a_question_gives_most_specifically() -> None:
+    from actors.agent.evidence import question_name
+
+    assert question_name("What message does DispatchQueue.put() raise?") == "DispatchQueue.put"
+    assert question_name("Which class does QueueFullError subclass, besides TimeoutError?") == "QueueFullError"
+    assert question_name("What is MAX_RETRIES set to?") == "MAX_RETRIES"
+    assert question_name("What is the default of the events_table_name parameter?") == "events_table_name"
+    assert question_name("Which method of the Application class takes a snapshot?") == "Application"
+    assert question_name("Which TypeError does it raise?") is None  # Python's own
+    assert question_name("Which environment variable selects the persistence module?") is None
+
+
+def test_a_value_quoted_through_a_name_is_found_on_the_line_setting_that_name() -> None:
+    read = (
+        "pkg/poll.py, lines 1-5 of 5:\n1: def wait(self):\n2:     sleep_interval_ms = 100.0\n"
+        "3:     max_sleep_interval_ms = 800.0\n4:     while True:\n5:         sleep_interval_ms = min(sleep_interval_ms * 2, max_sleep_interval_ms)"
+    )
+    q = "The polling interval doubles after each check. What is its upper limit, in milliseconds?"
+    quote = {"source": "pkg/poll.py:5", "quote": "sleep_interval_ms = min(sleep_interval_ms * 2, max_sleep_interval_ms)"}
+    ok = check_answer(q, "800 milliseconds.", quote, [read], strict=True)
+    assert ok.answer == "800 milliseconds.\n\nEvidence: pkg/poll.py:3: max_sleep_interval_ms = 800.0"
+    # the starting value is set by a name the quote uses too, but it is not what the question asks
+    assert check_answer(q, "100 milliseconds.", quote, [read], strict=True).answer is None
+    assert check_answer(q, "800 milliseconds.", quote, [read]).answer is None  # runs recorded before: as they ran

@@ -56,13 +56,19 @@ def snippet_answerer(request: LlmRequest) -> str:
     )
 
 
-def run(tmp_path: Path, script, *, grounded: bool = True, store: EventStore | None = None, stream: str = "agent:g"):
+def run(
+    tmp_path: Path, script, *, grounded: bool = True, lookups: bool = False, question: str = QUESTION,
+    store: EventStore | None = None, stream: str = "agent:g",
+):
     (tmp_path / "client.py").write_text(CLIENT)
     store = store or EventStore("memory://")
     shell = ActorShell(ReactAgent(), stream, store, run_id="g").load()
     specs = [ToolSpec(name=c.name, signature=c.signature(), description=c.description) for c in TOOLS]
     shell.handle(
-        StartAgent(key="start", goal=QUESTION, root=str(tmp_path), tools=specs, max_iterations=6, model="m", grounded=grounded)
+        StartAgent(
+            key="start", goal=question, root=str(tmp_path), tools=specs, max_iterations=6, model="m",
+            grounded=grounded, lookups=lookups,
+        )
     )
     provider = ScriptedProvider(script)
     tools = {c.name: c(root=str(tmp_path)) for c in TOOLS}
@@ -139,3 +145,76 @@ def test_the_answers_source_and_quote_are_kept_however_the_model_writes_them() -
     for reply in (nested, beside, keyed):
         assert parse_step(None, reply, names).args == want
     assert parse_step(None, '{"thought": "t", "action": "answer", "args": {"answer": "45"}}', names).args == {"answer": "45"}
+
+
+# -- the agent's own lookups (runs started with lookups=True, the default for new runs) ----------------
+
+
+def test_the_definition_a_question_names_is_read_before_the_first_model_call(tmp_path: Path) -> None:
+    prompts: list[list[dict]] = []
+
+    def answers_from_the_note(request: LlmRequest) -> str:
+        prompts.append(request.messages)
+        return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
+
+    state, events, _, provider = run(tmp_path, answers_from_the_note, lookups=True)
+    assert state.answer == "<answer>45\n\nEvidence: client.py:13: self.timeout = 45</answer>"
+    assert provider.calls == 1  # the lookup took no model call
+    types = [e.type_name for e in events]
+    assert types[:4] == ["AgentStarted", "StepDecided", "ToolCalled", "ToolReturned"]
+    lookup = events[1]
+    assert (lookup.action, lookup.args, lookup.auto, lookup.iteration) == ("find_definition", {"name": "HttpClient"}, True, 0)
+    # shown as the agent's note in the user turn, never as a step the model took
+    assert [m["role"] for m in prompts[0]] == ["system", "user"]
+    user = prompts[0][1]["content"]
+    assert "Looked up for you, the definition of HttpClient:" in user and "self.timeout = 45" in user
+
+
+def test_a_name_with_no_definition_leaves_the_prompt_as_it_would_be_without_the_lookup(tmp_path: Path) -> None:
+    seen: list[str] = []
+
+    def searcher(request: LlmRequest) -> str:
+        seen.append(str(request.messages[-1]["content"]))
+        return snippet_answerer(request)
+
+    question = "What is the default timeout of HttpsClientPool?"
+    _, events, _, _ = run(tmp_path, searcher, lookups=True, question=question)
+    assert events[1].auto and events[1].args == {"name": "HttpsClientPool"}
+    assert "No definition named" in events[3].output
+    assert "Looked up for you" not in seen[0] and seen[0].startswith(f"Goal: {question}")
+    first = next(e for e in events if e.type_name == "StepRejected")  # a lookup that found nothing is not looking
+    assert "not looked at any code" in first.observation or first.reason == "answer_refused"
+
+
+def test_the_models_own_lookups_are_capped(tmp_path: Path) -> None:
+    names = iter(["BaseClient", "HttpClient.__init__", "BaseClient.retries", "HttpClient.url", "HttpClient.timeout"])
+
+    def walker(request: LlmRequest) -> str:
+        if "answer now" in str(request.messages[-1]["content"]).lower() and "LAST step" in str(request.messages[-1]["content"]):
+            return _step("Line 13.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
+        name = next(names)
+        return _step(f"Read the definition of {name}.", "find_definition", name=name)
+
+    _, events, _, _ = run(tmp_path, walker, lookups=True, question="What is the default timeout of the client?")
+    own = [e for e in events if e.type_name == "StepDecided" and e.action == "find_definition" and not e.auto]
+    refused = [e for e in events if e.type_name == "StepRejected" and e.reason == "lookup_limit"]
+    assert len(own) == 3 and refused
+    assert "looked up 3 definitions already" in refused[0].observation
+
+
+def test_a_run_with_the_agents_own_lookups_replays_identically_with_no_live_call(tmp_path: Path) -> None:
+    _, original, store, _ = run(tmp_path, snippet_answerer, lookups=True)
+    assert any(getattr(e, "auto", False) for e in original)
+    replay = ActorShell(ReactAgent(), "agent:replay", store, run_id="replay").load()
+    replay.handle(ReactAgent().start_command(original[0]))
+    (tmp_path / "client.py").unlink()  # nothing is read in a replay
+    drive(replay, ReplayEffects(original), on_events=None)
+    replayed = store.read_stream("agent:replay")
+    assert [(e.type_name, e.payload()) for e in replayed] == [(e.type_name, e.payload()) for e in original]
+
+
+def test_new_runs_of_an_agent_with_find_definition_make_their_own_lookups() -> None:
+    specs = [ToolSpec(name=c.name, signature=c.signature(), description=c.description) for c in TOOLS]
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs).lookups is True
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).lookups is False
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs[:1]).lookups is False

@@ -120,3 +120,33 @@ def test_plan_parsing_and_sources():
     ]
     assert prompts.sources(history) == ["a/b.py:3", "c.md:1-9"]
     assert prompts.final_report("", []).startswith("# Research report")
+
+
+def test_a_new_research_run_reads_the_definition_its_question_names_before_its_loop_asks_the_model():
+    find = ToolSpec(name="find_definition", signature="find_definition(name: str)", description="definitions")
+    start = Researcher.make_start(goal="Where does Ledger.record store payments?", root="/cwd", tools=[SEARCH, find])
+    assert start.lookups and start.grounded
+    shell = ActorShell(Researcher(), "agent:r2", EventStore("memory://"), run_id="r2").load()
+    shell.handle(start.model_copy(update={"model": "m", "max_iterations": 3}))
+    seen = []
+
+    def definition(name, **_):
+        seen.append(name)
+        return "method Ledger.record is defined in pkg/ledger.py line 3.\npkg/ledger.py, lines 3-4 of 4:\n3: def record(self, p):\n4:     self.rows.append(p)"
+
+    def script(request):
+        if request.messages[-1]["content"].startswith("Objective:"):  # the plan
+            return '{"steps": ["find_definition Ledger.record"]}'
+        if not request.messages[1]["content"].startswith("Goal:"):  # the report
+            return "# Report"
+        assert "Looked up for you, the definition of Ledger.record" in request.messages[-1]["content"]
+        return json.dumps({"thought": "Line 4.", "action": "answer",
+                           "args": {"answer": "In self.rows.", "source": "pkg/ledger.py:4", "quote": "self.rows.append(p)"}})
+
+    tools = local_invoker({"repository_search": Tool(_search), "find_definition": Tool(definition)})
+    drive(shell, LiveEffects(LlmGateway(ScriptedProvider(script)), tools))
+    events = shell.store.read_stream("agent:r2")
+    auto = [e for e in events if e.type_name == "StepDecided" and e.auto]
+    assert seen == ["Ledger.record"] and [e.args for e in auto] == [{"name": "Ledger.record"}]
+    assert shell.state.status == "completed" and "self.rows.append(p)" in shell.state.agent.answer
+    assert shell.state == rebuild(Researcher(), events)

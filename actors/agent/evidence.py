@@ -458,6 +458,20 @@ def through_names(question: str, answer: str, quote: Grounded, shown: Mapping[st
     return None
 
 
+_DEFINED_AT = re.compile(r"^(?P<what>.+?) is defined in (?P<path>\S+) line (?P<n>\d+)\b")
+
+
+def _header_cited(cite: Citation) -> Citation:
+    """A quote of find_definition's header ("class X(Base) is defined in x.py line 7"): the
+    line it names, quoted as the definition's own first line."""
+    m = _DEFINED_AT.match(norm(cite.quote).strip("`'\" "))
+    if m is None:
+        return cite
+    name = m["what"].split()[-1]  # "class X(Base)" → X(Base); "method A.b" → b
+    name = name if "(" in name else name.split(".")[-1]
+    return Citation(m["path"], int(m["n"]), name)
+
+
 @dataclass(frozen=True)
 class Verdict:
     answer: str | None  # the answer to give (its evidence appended), or None: refused
@@ -475,6 +489,8 @@ def check_answer(
     if is_not_found(text):
         return Verdict(text if text.lower().startswith("not found") else f"{NOT_FOUND}. {text}")
     cite = citation(args, text)
+    if cite is not None and strict:
+        cite = _header_cited(cite)
     if cite is None:
         why = (
             "Your answer quotes no line. Give source (path:LINE) and quote (that line, copied "

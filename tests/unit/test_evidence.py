@@ -215,3 +215,15 @@ def test_a_value_quoted_through_a_name_is_found_on_the_line_setting_that_name() 
     # the starting value is set by a name the quote uses too, but it is not what the question asks
     assert check_answer(q, "100 milliseconds.", quote, [read], strict=True).answer is None
     assert check_answer(q, "800 milliseconds.", quote, [read]).answer is None  # runs recorded before: as they ran
+
+
+def test_a_quote_of_find_definitions_header_cites_the_line_it_names() -> None:
+    shown = (
+        "class SQLiteRecorder(Recorder) is defined in sqlite.py line 3.\n"
+        "sqlite.py, lines 3-4 of 9:\n3: class SQLiteRecorder(Recorder):\n4:     pass"
+    )
+    q = "Which file defines the SQLite recorder classes?"
+    args = {"source": "sqlite.py:3", "quote": "class SQLiteRecorder(Recorder) is defined in sqlite.py line 3."}
+    ok = check_answer(q, "sqlite.py", args, [shown], strict=True)
+    assert ok.answer == "sqlite.py\n\nEvidence: sqlite.py:3: class SQLiteRecorder(Recorder):"
+    assert check_answer(q, "sqlite.py", args, [shown]).answer is None  # runs recorded before: as they ran

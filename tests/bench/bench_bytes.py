@@ -15,7 +15,13 @@ run), the real `read_file` tool returns that line, and step N+1 answers.
   (`add_messages`, as `MessagesState` and `create_react_agent` use), an "agent" node that
   appends the scripted assistant step (thought, tool call, token usage) and a "tools" node
   that appends the `read_file` observation, checkpointed by `SqliteSaver` into a fresh SQLite
-  file. Also, as a side line, the same graph with LangGraph's beta `DeltaChannel`.
+  file; and the same graph with LangGraph's beta `DeltaChannel` for the messages (each
+  node's writes, a full copy every 100 updates), its most compact mode. Both modes are in
+  the main table at every size.
+
+The agent's state is capped on the Chorus side (the last `HISTORY_KEPT` steps; the prompt
+condenses at most `MAX_CONDENSED`), while LangGraph's state is the whole message list; the
+report prints both, so the tables say what LangGraph keeps that Chorus does not.
 
 LangGraph is not a project dependency: its half runs in its own virtual environment,
 tests/bench/.venv-langgraph (created and filled from PyPI on first use, gitignored), as
@@ -209,6 +215,8 @@ def run_chorus(steps: int, workdir: Path, snapshot_every: int = 100) -> dict[str
         "snapshot_bytes": snap_bytes,
         "prompt_text_bytes": prompt,
         "by_type": by_type,
+        "state_steps": len(state.history),  # steps the agent's state still holds (capped)
+        "steps_dropped": state.steps_dropped,
     }
 
 
@@ -330,6 +338,7 @@ def run_langgraph(steps: int, workdir: Path, delta: bool = False) -> dict[str, A
         "checkpoint_bytes": cp_bytes,
         "writes": writes,
         "write_bytes": write_bytes,
+        "state_messages": len(final["messages"]),  # the whole conversation, uncapped
     }
 
 
@@ -401,33 +410,51 @@ def report(
     delta = {int(k): v for k, v in lg["delta"].items()}
     parts = []
 
+    def ratio(theirs: dict[str, Any] | None, o: dict[str, Any], key: str, bold: bool = False) -> str:
+        if not theirs:
+            return "-"
+        r = f"{theirs[key] / o[key]:.2f}"
+        return f"**{r}**" if bold else r
+
+    def per_step(d: dict[str, Any] | None, key: str, n: int) -> str:
+        return kb(d[key] / n) if d else "-"
+
     rows = []
     for n in sizes:
-        o, g = ours[n], full[n]
+        o, g, d = ours[n], full[n], delta.get(n)
         rows.append(
             [
                 f"{n:,}",
                 kb(o["file"] / n),
                 kb(g["file"] / n),
-                f"**{g['file'] / o['file']:.1f}**",
+                ratio(g, o, "file", bold=True),
+                per_step(d, "file", n),
+                ratio(d, o, "file", bold=True),
                 kb(o["payload"] / n),
                 kb(g["payload"] / n),
-                f"{g['payload'] / o['payload']:.1f}",
+                ratio(g, o, "payload"),
+                per_step(d, "payload", n),
+                ratio(d, o, "payload"),
             ]
         )
     parts.append(
-        "Bytes per step (total / steps), kB; ratio = LangGraph / Chorus (> 1: Chorus stores less)\n"
+        "Bytes per step (total / steps), kB; ratio = LangGraph / Chorus (> 1: Chorus stores less;"
+        " < 1: Chorus stores more)\n"
     )
     parts.append(
         table(
             [
                 "steps",
                 "Chorus file kB/step",
-                "LangGraph file kB/step",
+                "LangGraph default file kB/step",
+                "ratio",
+                "LangGraph DeltaChannel file kB/step",
                 "ratio",
                 "Chorus stored kB/step",
-                "LangGraph stored kB/step",
-                "ratio (stored)",
+                "LangGraph default stored kB/step",
+                "ratio",
+                "LangGraph DeltaChannel stored kB/step",
+                "ratio",
             ],
             rows,
         )
@@ -435,12 +462,23 @@ def report(
 
     rows = []
     for a, b in itertools.pairwise(sizes):
-        mo = (ours[b]["file"] - ours[a]["file"]) / (b - a)
-        mg = (full[b]["file"] - full[a]["file"]) / (b - a)
-        po = (ours[b]["payload"] - ours[a]["payload"]) / (b - a)
-        pg = (full[b]["payload"] - full[a]["payload"]) / (b - a)
+        def marginal(d: dict[int, dict[str, Any]], key: str, a: int = a, b: int = b) -> float | None:
+            return (d[b][key] - d[a][key]) / (b - a) if a in d and b in d else None
+
+        mo, mg, md = marginal(ours, "file"), marginal(full, "file"), marginal(delta, "file")
+        po, pg, pd = marginal(ours, "payload"), marginal(full, "payload"), marginal(delta, "payload")
         rows.append(
-            [f"{a:,} → {b:,}", kb(mo), kb(mg), f"**{mg / mo:.1f}**", kb(po), kb(pg)]
+            [
+                f"{a:,} → {b:,}",
+                kb(mo),
+                kb(mg),
+                f"**{mg / mo:.2f}**",
+                kb(md) if md is not None else "-",
+                f"**{md / mo:.2f}**" if md is not None else "-",
+                kb(po),
+                kb(pg),
+                kb(pd) if pd is not None else "-",
+            ]
         )
     parts.append("Marginal bytes per step between sizes (Δ bytes / Δ steps), kB\n")
     parts.append(
@@ -448,10 +486,40 @@ def report(
             [
                 "steps",
                 "Chorus file",
-                "LangGraph file",
+                "LangGraph default file",
+                "ratio",
+                "LangGraph DeltaChannel file",
                 "ratio",
                 "Chorus stored",
-                "LangGraph stored",
+                "LangGraph default stored",
+                "LangGraph DeltaChannel stored",
+            ],
+            rows,
+        )
+    )
+
+    rows = [
+        [
+            f"{n:,}",
+            ours[n].get("state_steps", "?"),
+            ours[n].get("steps_dropped", "?"),
+            full[n].get("state_messages", "?"),
+            delta[n].get("state_messages", "?") if n in delta else "-",
+        ]
+        for n in sizes
+    ]
+    parts.append(
+        "What each side's state holds at the end (Chorus: steps in the agent's state, capped;"
+        " LangGraph: messages in the graph's state, all of them)\n"
+    )
+    parts.append(
+        table(
+            [
+                "steps",
+                "Chorus state steps",
+                "Chorus steps dropped from state (still in the log)",
+                "LangGraph default messages",
+                "LangGraph DeltaChannel messages",
             ],
             rows,
         )
@@ -505,7 +573,7 @@ def report(
                     ]
                 )
         parts.append(
-            "LangGraph with its beta DeltaChannel for messages (not the default), kB per step\n"
+            "LangGraph DeltaChannel (beta, not the default), what its bytes are, kB per step\n"
         )
         parts.append(
             table(

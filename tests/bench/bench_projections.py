@@ -1,4 +1,4 @@
-"""Projection rebuild speed against a raw read of the same log through the recorder.
+"""Projection rebuild speed against the fastest raw read of the same log Chorus has.
 
     .venv/bin/python -m tests.bench.bench_projections                    # 20,000 events, ~2 min
     .venv/bin/python -m tests.bench.bench_projections --events 100000    # issue 3's figure
@@ -6,11 +6,15 @@
     .venv/bin/python -m tests.bench.bench_projections --profile          # cProfile of a rebuild
 
 Issue 3's benchmark: rebuild a projection over a 100,000-event log, against a raw read
-of the same log through the recorder (`recorder.select_notifications`, page by page: the
-rows as stored, no decoding); target: at least half the raw read's speed. Ratio = raw
-read time / rebuild time, so **>= 0.5 meets the target**.
+of the same log with the very reader the rebuild uses (`projections.log_reader.read_stored`,
+page by page, same page size as the bulk batches: SQL on the recorder's table, rows as
+plain tuples wrapped in `StoredRecord`s, nothing decoded). Every stored-record rebuild is
+that read plus its own work, so a ratio above 1 is impossible (up to noise); issue 16
+asked for this baseline instead of `recorder.select_notifications`, which builds a
+`Notification` per row and was slower than a trivial rebuild. Target: at least half the
+raw read's speed. Ratio = raw read time / rebuild time, so **>= 0.5 meets the target**.
 
-Per round, turn about (order alternating): the raw read; `ProjectionRunner.rebuild` of
+Per round, two turns, the second in reverse order (times summed per round): the raw read; `ProjectionRunner.rebuild` of
 the audit trail (drop, recreate, catch up from 0: stored records, bulk load); the same
 rebuild with typed events and no bulk load (the runner's path before stored records:
 `EventStore.read_all`, pydantic per event, indexes kept, batches of 500); a rebuild of a trivial stored-record view (events per type: what the runner
@@ -50,6 +54,7 @@ from events.runs import RunCompleted, RunStarted, RunSubmitted
 from events.store import EventStore
 from projections import AuditProjection, Projection, ProjectionRunner, ViewCursor
 from projections.audit import AuditTrail
+from projections.log_reader import read_stored
 from projections.snapshots import SnapshotProjection
 from tests.bench.bench_store import (
     backends_from,
@@ -170,15 +175,21 @@ class TypeCounts(Projection):
         )
 
 
-def raw_read(store: EventStore, page: int) -> Callable[[], int]:
+def raw_read(runner: ProjectionRunner, page: int) -> Callable[[], int]:
+    """The log read the way a stored-record rebuild reads it (same reader, same views
+    store, same page size), with nothing done to the rows: the fastest read of the log
+    Chorus has, so no rebuild can beat it."""
+    store, views = runner.store, runner.views
+
     def read() -> int:
-        head, start, count = store.max_position(), 1, 0
-        while True:
-            rows = store.recorder.select_notifications(start, page, stop=head)
+        head, after, count = store.max_position(), 0, 0
+        while after < head:
+            rows = read_stored(store, views, after, head, page)
             count += len(rows)
             if len(rows) < page:
-                return count
-            start = rows[-1].id + 1
+                break
+            after = rows[-1].position
+        return count
 
     return read
 
@@ -207,7 +218,7 @@ def bench(backends: list[str], args: argparse.Namespace, tmpdir: str) -> str:
                 fast = ProjectionRunner(store, [AuditProjection()], bulk_batch_size=bulk)
                 typed = ProjectionRunner(store, [TypedAudit()], bulk_threshold=10**12)
                 ops: dict[str, Callable[[], Any]] = {
-                    "raw": raw_read(store, args.batch),
+                    "raw": raw_read(fast, args.batch),
                     "audit": rebuild(fast, "audit"),
                     "typed": rebuild(typed, "audit"),
                     "counts": rebuild(ProjectionRunner(store, [TypeCounts()], bulk_batch_size=bulk), TypeCounts.name),
@@ -222,7 +233,9 @@ def bench(backends: list[str], args: argparse.Namespace, tmpdir: str) -> str:
                     print(f"  warm-up {name}: {got:,} events in {time.perf_counter() - t:.1f}s", flush=True)
                     if name != "snapshots":
                         assert got == n, (name, got, n)
-                secs = per_round(interleaved(ops, 1, args.rounds))
+                # Two turns a round, the second in reverse order: with one, the raw read
+                # always ran first, right after the previous round's heaviest writer.
+                secs = per_round(interleaved(ops, 2, args.rounds))
                 raw = secs["raw"]
                 for name, label in (
                     ("audit", "audit trail (stored records, bulk load)"),

@@ -29,9 +29,9 @@ run() {
 
 run tests/unit; unit=$?
 run tests/integration tests/e2e; rest=$?
-# The node-loss test is left out of CI for now: in one of two fresh-clone CI runs, 4 of its 20
-# runs failed after the worker was killed (issue 19 is open for it). Run it by hand with
-# `pytest tests/cluster/test_node_loss.py`.
-run tests/cluster --deselect tests/cluster/test_node_loss.py::test_a_lost_worker_node_loses_no_run_and_no_event; cluster=$?
+# The node-loss test once failed 4 of its 20 runs now and then: until Ray noticed the lost node,
+# each call to an agent on it spent a task retry, and the 3 allowed ran out (Client.spawn now
+# retries a run's `serve` until its actor answers or is dead for good).
+run tests/cluster; cluster=$?
 echo "test.sh: unit tests exit $unit, integration and end-to-end tests exit $rest, cluster tests exit $cluster" >&2
 [ "$unit" -eq 0 ] && [ "$rest" -eq 0 ] && [ "$cluster" -eq 0 ]

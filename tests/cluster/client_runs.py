@@ -35,7 +35,10 @@ def actor_table() -> dict[str, dict]:
                 "node": (info.get("Address") or {}).get("NodeID"),
                 "restarts": int(info.get("NumRestarts", 0)),
                 "state": info.get("State"),
+                "actor_id": info.get("ActorID"),
             }
+            if info.get("State") == "DEAD":  # why, in Ray's words (for a failing test's message)
+                table[name]["death"] = " ".join(str(info.get("DeathCause") or "").split())[:1500]
     return table
 
 
@@ -99,7 +102,11 @@ def main() -> None:
             answered, _ = ray.wait(list(asking), num_returns=len(asking), timeout=0.2) if asking else ([], [])
             for ref in answered:
                 r = asking.pop(ref)
-                actors[r.run_id] = {**actor_table().get(agent_stream(r.run_id), {}), **ray.get(ref)}
+                try:
+                    answer = ray.get(ref)
+                except Exception as e:  # noqa: BLE001 - an agent dead for good: say so, do not crash
+                    answer = {"unreachable": f"{type(e).__name__}: {' '.join(str(e).split())[:1500]}"}
+                actors[r.run_id] = {**actor_table().get(agent_stream(r.run_id), {}), **answer}
                 ray.kill(r._actor, no_restart=True)
         say({"results": results, "actors": actors, "errors": errors})
 

@@ -138,6 +138,8 @@ class LocalCluster:
     token: str = field(default_factory=lambda: secrets.token_hex(32))
     nodes: dict[str, Node] = field(default_factory=dict)
     logs: list[str] = field(default_factory=list)
+    # How fast the GCS declares a silent node dead; a test may slow it (set before start_head).
+    health: dict[str, str] = field(default_factory=lambda: dict(HEALTH))
 
     @property
     def address(self) -> str:
@@ -146,7 +148,7 @@ class LocalCluster:
     def env(self, extra: dict[str, str] | None = None) -> dict[str, str]:
         worker_path()
         env = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_ADDRESS", "CHORUS_"))}
-        env.update(HEALTH)
+        env.update(self.health)
         env["RAY_USAGE_STATS_ENABLED"] = "0"
         env["RAY_AUTH_MODE"], env["RAY_AUTH_TOKEN"] = "token", self.token
         env.update(extra or {})
@@ -458,6 +460,61 @@ def check_the_log(store_url: str, actors: dict[str, dict], *, steps: tuple[int, 
             assert run_types == ["RunSubmitted", "RunStarted", "RunCompleted"]
     finally:
         store.close()
+
+
+def explain_runs(store_url: str, report: dict, run_ids, logs_dir: str | None = None, last: int = 15) -> str:
+    """Why runs did not complete, for a failing test's message: the client's errors, each
+    run's agent as Ray last saw it (node, restarts, death cause), its run stream in full and
+    the last `last` events of its agent stream (every field), and the Ray log lines (under
+    `logs_dir`) that name the run or its agent's actor id."""
+    from actors.agent.actor import agent_stream
+    from events.store import EventStore
+
+    lines = [f"errors: {json.dumps(report.get('errors', {}), indent=1)}"]
+    store = EventStore(store_url)
+    try:
+        for run_id in sorted(run_ids):
+            status = report.get("results", {}).get(run_id, "no result")
+            actor = {k: v for k, v in report.get("actors", {}).get(run_id, {}).items() if k != "state"}
+            lines.append(f"\n=== run {run_id}: {status}; agent {json.dumps(actor)}")
+            for stream, tail in ((f"run:{run_id}", None), (agent_stream(run_id), last)):
+                events = store.read_stream(stream)
+                shown = events if tail is None else events[-tail:]
+                lines.append(f"--- {stream}: {len(events)} events, the last {len(shown)}:")
+                lines += [f"  {e.version} {e.type_name} {e.timestamp.isoformat()} "
+                          f"{json.dumps(e.payload(), default=str)[:1500]}" for e in shown]  # fmt: skip
+    finally:
+        store.close()
+    if logs_dir:
+        ids = [report.get("actors", {}).get(r, {}).get("actor_id") for r in run_ids]
+        lines.append("\n" + ray_log_lines(logs_dir, [*run_ids, *filter(None, ids)]))
+    return "\n".join(lines)
+
+
+def ray_log_lines(logs_dir: str, words, around: int = 30, limit: int = 600) -> str:
+    """The lines of Ray's logs (every node's, under a cluster's temp dir) that name one of
+    `words`, with the `around` lines after each in a worker's stderr (a traceback), at most
+    `limit` lines."""
+    out: list[str] = []
+    for path in sorted(Path(logs_dir).glob("session_2*/logs/*")):  # not session_latest again
+        if not path.is_file() or path.suffix not in (".out", ".err", ".log"):
+            continue
+        try:
+            text = path.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        hits = [i for i, line in enumerate(text) if any(w in line for w in words)]
+        if not hits:
+            continue
+        out.append(f"--- {path.relative_to(logs_dir)}")
+        shown, after = -1, around if path.suffix == ".err" else 1
+        for i in hits:
+            for j in range(max(i, shown + 1), min(len(text), i + after)):
+                out.append(f"  {text[j][:400]}")
+                shown = j
+        if len(out) > limit:
+            break
+    return "ray logs naming the runs:\n" + ("\n".join(out[:limit]) if out else "  (none)")
 
 
 def wait_for(predicate, timeout: float, what: str, every: float = 0.2):

@@ -119,8 +119,11 @@ def _same_file(a: str, b: str) -> bool:
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
-def ground(shown: Mapping[str, Mapping[int, str]], cite: Citation) -> Grounded | str:
-    """The citation checked against the shown lines, or why it is refused (for the model)."""
+def ground(shown: Mapping[str, Mapping[int, str]], cite: Citation, *, strict: bool = False) -> Grounded | str:
+    """The citation checked against the shown lines, or why it is refused (for the model).
+    `strict` (runs with the agent's own lookups): a quote that runs on past a shown line
+    naming a definition (`def take_snapshot(` quoted with the signature the model imagined)
+    is grounded at that line."""
     q_lines = [norm(x) for x in cite.quote.splitlines() if norm(x)]
     if not q_lines or len("".join(q_lines)) < 3:
         return "Your quote is empty. Copy the line that states the answer exactly as an observation shows it."
@@ -129,7 +132,8 @@ def ground(shown: Mapping[str, Mapping[int, str]], cite: Citation) -> Grounded |
     for path, lines in shown.items():
         for n, text in lines.items():
             t = norm(text).lower()
-            if first and (first in t or (len(t) >= 20 and t in first)):
+            within = len(t) >= 20 or (strict and len(t) >= 10 and re.match(r"(async )?(def|class) \w{4,}", t))
+            if first and (first in t or (within and t in first)):
                 places.append((path, n, text))
     here = [p for p in places if _same_file(p[0], cite.path)]
     if here:
@@ -498,7 +502,7 @@ def check_answer(
         )
         return _refused(why, text, forced)
     shown = shown_lines(observations)
-    checked = ground(shown, cite)
+    checked = ground(shown, cite, strict=strict)
     if isinstance(checked, str):
         return _refused(checked, text, forced)
     wrong = mismatch(question, text, checked.text, class_lines(shown), strict=strict)

@@ -227,3 +227,12 @@ def test_a_quote_of_find_definitions_header_cites_the_line_it_names() -> None:
     ok = check_answer(q, "sqlite.py", args, [shown], strict=True)
     assert ok.answer == "sqlite.py\n\nEvidence: sqlite.py:3: class SQLiteRecorder(Recorder):"
     assert check_answer(q, "sqlite.py", args, [shown]).answer is None  # runs recorded before: as they ran
+
+
+def test_a_quote_running_on_past_a_shown_def_line_is_grounded_at_that_line() -> None:
+    shown = "3 files match 'snapshot':\napplication.py (snapshot: 6 matches)\n  application.py:826: def take_snapshot("
+    q = "Which method of the Application class takes a snapshot?"
+    args = {"source": "application.py:826", "quote": "def take_snapshot(self, aggregate_id: UUID) -> None:"}
+    ok = check_answer(q, "take_snapshot", args, [shown], strict=True)
+    assert ok.answer == "take_snapshot\n\nEvidence: application.py:826: def take_snapshot("
+    assert check_answer(q, "take_snapshot", args, [shown]).answer is None  # runs recorded before: as they ran

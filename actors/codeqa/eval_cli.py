@@ -7,6 +7,8 @@ retrieval methods side by side, measured in one run (actors/codeqa/evaluation.py
     hybrid             embedding and lexical fused by reciprocal rank fusion (actors/index/hybrid.py)
     embedding-headers  as embedding, chunks embedded with their class/function header
     hybrid-headers     as hybrid, over the chunks embedded with headers (a second collection)
+    rerank-llm         hybrid-headers, its top 5 files reordered by the LLM from their chunk headers
+                       (actors/index/rerank.py), one call per question
     hyde               seed 003's semantic_file_search: HyDE answer → keywords → chunks → cosine;
                        it calls the configured LLM (the local model unless CHORUS_LLM_BASE_URL is set)
 
@@ -20,7 +22,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from actors.codeqa.evaluation import METHODS, load_questions, rankers, score, table
+from actors.codeqa.evaluation import LLM_METHODS, METHODS, load_questions, rankers, score, table
 from actors.runtime.embeddings import embedder_from_settings
 from actors.runtime.errors import UserError
 from actors.runtime.llm.providers import provider_and_server
@@ -50,7 +52,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     embedder = embedder_from_settings(settings)
     context, server = None, None
-    if "hyde" in methods:
+    if any(m in LLM_METHODS for m in methods):
         context, server = _llm_context(settings, embedder)
     try:
         scores = []

@@ -3,7 +3,8 @@ files (`chorus eval retrieval`).
 
 A ranker is any `question -> ranked relative file paths`. The metrics are pure; the
 rankers (keyword counting; the repository index searched dense, lexical (BM25) or hybrid,
-over chunks embedded with or without their headers; seed 003's HyDE search) are built by
+over chunks embedded with or without their headers; hybrid with headers reranked by the LLM;
+seed 003's HyDE search) are built by
 `rankers()` for one repository and measured side by side in one run.
 The question file is `{"questions": [{"q": ..., "gold": [path, ...]}, ...]}`.
 """
@@ -20,6 +21,7 @@ from typing import Any
 from actors.codeqa.retrieval import hyde_ranker, keyword_ranker
 from actors.index.hybrid import HybridConfig, complete_manifest, lexical_view, search_index
 from actors.index.indexer import index_repository
+from actors.index.rerank import RERANK_FILES, rerank
 from actors.index.vectors import collection_for, open_index
 
 Ranker = Callable[[str], list[str]]
@@ -32,7 +34,8 @@ INDEX_METHODS: dict[str, tuple[str, bool]] = {
     "embedding-headers": ("dense", True),
     "hybrid-headers": ("hybrid", True),
 }
-METHODS = ("keyword", *INDEX_METHODS, "hyde")
+LLM_METHODS = ("rerank-llm", "hyde")  # methods that call the LLM
+METHODS = ("keyword", *INDEX_METHODS, *LLM_METHODS)
 
 
 class EvalError(ValueError):
@@ -140,6 +143,20 @@ def index_ranker(
 ) -> Ranker:
     """Search of the repository's Qdrant index (built or refreshed first; its lexical view
     built before the first question, so neither counts in the time per query)."""
+    collection = _prepare(root, settings, embedder, headers=headers, lexical=ranking != "dense", log=log)
+
+    def rank(question: str) -> list[str]:
+        with open_index(settings) as index:
+            hits = search_index(index, collection, question, embed=embedder.embed, ranking=ranking, limit=k, config=config)
+        return [h.path for h in hits]
+
+    return rank
+
+
+def _prepare(
+    root: Path, settings: Any, embedder: Any, *, headers: bool, lexical: bool, log: Callable[[str], None] | None
+) -> str:
+    """Build or refresh the repository's index (and its lexical view); its collection."""
     collection = collection_for(str(root), headers=headers)
     with open_index(settings) as index:
         report = index_repository(
@@ -147,15 +164,45 @@ def index_ranker(
         )
         if log:
             log(f"index (headers={headers}): {report.summary()}")
-        if ranking != "dense":
+        if lexical:
             view = lexical_view(index, collection, complete_manifest(index, collection))
             if log:
                 log(f"lexical view (headers={headers}): {len(view.chunks)} chunks in {view.seconds:.2f}s")
+    return collection
+
+
+def rerank_llm_ranker(
+    root: Path,
+    settings: Any,
+    embedder: Any,
+    context: Any,
+    *,
+    files: int = RERANK_FILES,
+    k: int = 50,
+    config: HybridConfig | None = None,
+    log: Callable[[str], None] | None = None,
+) -> Ranker:
+    """`hybrid-headers`, its top `files` files reordered by the LLM from their chunk headers
+    (`actors.index.rerank`): one call per question through `context` (a `ToolContext`, so
+    each call is recorded). A failed call, or a reply that names no candidate, leaves the
+    fused order; each call's outcome is said on `log`."""
+    collection = _prepare(root, settings, embedder, headers=True, lexical=True, log=log)
+    with open_index(settings) as index:
+        chunks = lexical_view(index, collection, complete_manifest(index, collection)).chunks
+    headers = {(c.path, c.start_line, c.end_line): c.header for c in chunks}
+    model = getattr(settings, "llm_model", "") or ""
 
     def rank(question: str) -> list[str]:
         with open_index(settings) as index:
-            hits = search_index(index, collection, question, embed=embedder.embed, ranking=ranking, limit=k, config=config)
-        return [h.path for h in hits]
+            hits = search_index(index, collection, question, embed=embedder.embed, ranking="hybrid", limit=k, config=config)
+        keys = [(h.path, h.start_line, h.end_line) for h in hits]
+        out = rerank(question, keys, headers, context.complete, files=files, model=model)
+        if log and out.error:
+            log(f"rerank-llm: call failed, fused order kept: {out.error}")
+        elif log and out.reply is not None:
+            kept = "unusable reply, fused order kept" if not out.order else f"order {[i + 1 for i in out.order]}"
+            log(f"rerank-llm: {kept} ({out.reply.latency_s:.1f}s): {out.reply.content[:80]!r}")
+        return out.paths
 
     return rank
 
@@ -183,6 +230,8 @@ def rankers(
         elif m in INDEX_METHODS:
             ranking, headers = INDEX_METHODS[m]
             out[m] = index_ranker(root, settings, embedder, ranking=ranking, headers=headers, log=log)
+        elif m == "rerank-llm":
+            out[m] = rerank_llm_ranker(root, settings, embedder, context, log=log)
         elif m == "hyde":
             out[m] = hyde_ranker(root, context)
     return out

@@ -5,7 +5,9 @@ In-process (tests, no Ray) it is a `Ledger` with a lock; on Ray one small `Ledge
 (named `chorus-ledger:RUN`, no CPU) holds it, and the lead actor hands its handle to the run's
 tool actors, on whichever node, so each reservation is atomic across all of them. The actor
 belongs to the lead: if the lead dies it dies too, and the restarted lead starts a new one
-from the log.
+from the log. If the ledger actor alone dies, Ray restarts it under the same handle and it
+rebuilds its count from the log: no one has to find it again by name (a worker caches the
+handles it looked up by name, and can keep serving a killed actor's long after it died).
 """
 
 from __future__ import annotations
@@ -41,8 +43,27 @@ def ledger_from_log(store: Any, run_id: str, streams: Iterable[str] | None = Non
 class LedgerActor:
     """The Ray shell of one run's ledger: reservations are atomic (one call at a time)."""
 
-    def __init__(self, budget: Budget, calls: int, tokens: int) -> None:
-        self.ledger = Ledger(budget, Usage(calls, tokens))
+    def __init__(
+        self, budget: Budget, calls: int, tokens: int, run_id: str = "", store_url: str = "",
+        streams: tuple[str, ...] | None = None,
+    ) -> None:  # fmt: skip
+        import warnings
+
+        import ray
+
+        with warnings.catch_warnings():  # Ray's own property uses a deprecated one inside
+            warnings.simplefilter("ignore", DeprecationWarning)
+            restarted = bool(store_url) and ray.get_runtime_context().was_current_actor_reconstructed
+        if restarted:
+            from events.store import EventStore  # lazily: only after a crash
+
+            store = EventStore(store_url)  # restarted after a crash: the count is the log's
+            try:
+                self.ledger = ledger_from_log(store, run_id, streams)
+            finally:
+                store.close()
+        else:
+            self.ledger = Ledger(budget, Usage(calls, tokens))
 
     def reserve(self, estimate: int) -> int | ErrorInfo:
         try:
@@ -76,14 +97,14 @@ class RayLedger:
     def start(cls, run_id: str, ledger: Ledger, store_url: str, streams: Iterable[str] | None = None) -> RayLedger:
         """The run's ledger actor, started from `ledger` (as the log left it); if it runs
         already (a lead restarted while it lived), that one, which knows the calls in flight."""
-        return cls(_ledger_actor(run_id, ledger), ledger.budget, run_id, store_url, _tuple(streams))
+        return cls(_ledger_actor(run_id, ledger, store_url, _tuple(streams)), ledger.budget, run_id, store_url, _tuple(streams))
 
     def _reopen(self) -> None:
         from events.store import EventStore  # lazily: only after a crash
 
         store = EventStore(self.store_url)
         try:
-            self.handle = _ledger_actor(self.run_id, ledger_from_log(store, self.run_id, self.streams))
+            self.handle = _ledger_actor(self.run_id, ledger_from_log(store, self.run_id, self.streams), self.store_url, self.streams)
         finally:
             store.close()
 
@@ -97,9 +118,11 @@ class RayLedger:
             except RayActorError:
                 if attempt + 1 == self.ATTEMPTS:
                     raise
-                self._reopen()
                 if not retry:
                     return None
+                if attempt:  # it did not come back (it died with its owner): start the run's new one
+                    self._reopen()
+                # else: it died in the call; Ray restarts it, and the next call waits for that
         return None
 
     def reserve(self, estimate: int = 0) -> int:
@@ -121,14 +144,14 @@ class RayLedger:
         ray.kill(self.handle, no_restart=True)
 
 
-def _ledger_actor(run_id: str, ledger: Ledger) -> Any:
+def _ledger_actor(run_id: str, ledger: Ledger, store_url: str = "", streams: tuple[str, ...] | None = None) -> Any:
     import ray
 
     spent = ledger.spent()
     return (
         ray.remote(LedgerActor)
-        .options(name=f"chorus-ledger:{run_id}", get_if_exists=True, num_cpus=0, max_concurrency=1)
-        .remote(ledger.budget, spent.calls, spent.tokens)
+        .options(name=f"chorus-ledger:{run_id}", get_if_exists=True, num_cpus=0, max_concurrency=1, max_restarts=-1)
+        .remote(ledger.budget, spent.calls, spent.tokens, run_id, store_url, streams)
     )
 
 

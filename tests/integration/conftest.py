@@ -20,6 +20,7 @@ def ray_local():
     worker_path()
     if not ray.is_initialized():
         ray.init(
+            address="local",  # never join a `ray start` cluster that runs on this machine
             num_cpus=2,
             include_dashboard=False,
             logging_level=logging.WARNING,

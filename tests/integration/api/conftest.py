@@ -34,7 +34,7 @@ def ray_module():
 
     worker_path()
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, namespace="chorus-tests")
+        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, namespace="chorus-tests")
     return ray
 
 

@@ -90,8 +90,23 @@ class AgentActor:
         return [self.shell.stream_id, *(ToolContext(run_id=self.run_id, tool=t.name).stream_id for t in tools)]
 
     def _finish(self) -> None:
+        """The run is over: snapshot, and let go of what it held. Its tool actors are stopped and
+        its store connections closed (a finished run's actor stays, for `state()`, which reads
+        memory only; left open, each finished run kept its connections, ~5 on PostgreSQL)."""
         self._snapshot()
         close_ledger(self.ledger)
+        self._release()
+
+    def _release(self) -> None:
+        import ray  # the actor runs on Ray
+
+        for handle in self._tools.values():
+            try:
+                ray.kill(handle, no_restart=True)
+            except Exception:  # already gone
+                pass
+        self._tools.clear()
+        self.store.close()
 
     def _snapshot(self) -> None:
         """Snapshot both actors as they finish, so their final states are indexed views."""

@@ -480,11 +480,29 @@ def _header_cited(cite: Citation) -> Citation:
 class Verdict:
     answer: str | None  # the answer to give (its evidence appended), or None: refused
     observation: str = ""  # why it was refused, for the model
+    read: tuple[str, int] | None = None  # (path, start_line): the definition to read next
+
+
+_SPAN = re.compile(r"^(?P<path>[^\s,][^,\n]*?), (?:outline of [^,\n]+, )?lines (?P<a>\d+)-(?P<b>\d+) of \d+", re.M)
+
+
+def spans(observation: str) -> list[tuple[str, int, int]]:
+    """(path, first, last line) of each definition a find_definition observation shows."""
+    return [(m["path"].strip(), int(m["a"]), int(m["b"])) for m in _SPAN.finditer(observation)]
+
+
+def outside(cite: Grounded, scope: Iterable[tuple[str, int, int]]) -> tuple[str, int, int] | None:
+    """The definition the question names, when the cited line is not within any of its
+    spans (else None)."""
+    scope = list(scope)
+    if not scope or any(_same_file(p, cite.path) and a <= cite.line <= b for p, a, b in scope):
+        return None
+    return scope[0]
 
 
 def check_answer(
     question: str, answer: str, args: Mapping[str, Any], observations: Iterable[str], *, forced: bool = False,
-    strict: bool = False,
+    strict: bool = False, scope: Iterable[tuple[str, int, int]] = (),
 ) -> Verdict:
     """Accept a grounded, verified answer (with its evidence line), a plain "not found", or
     refuse with a note. `forced` (the last step): a refusal becomes "not found", with the
@@ -505,6 +523,16 @@ def check_answer(
     checked = ground(shown, cite, strict=strict)
     if isinstance(checked, str):
         return _refused(checked, text, forced)
+    away = outside(checked, scope) if strict and ask_of(question) == "value" else None
+    if away is not None:  # a value asked of a named definition is read from that definition
+        path, a, b = away
+        why = (
+            f"The question asks about the definition in {path} lines {a}-{b}; your quote is {checked.path}:"
+            f"{checked.line}, outside it (another definition's value). Read {path} from line {a} and quote "
+            "the line of it that states the answer."
+        )
+        refused = _refused(why, text, forced)
+        return refused if forced else Verdict(None, why, read=(path, a))
     wrong = mismatch(question, text, checked.text, class_lines(shown), strict=strict)
     if wrong is not None and strict and ask_of(question) == "value":
         resolved = through_names(question, text, checked, shown)

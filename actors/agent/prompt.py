@@ -301,7 +301,12 @@ def looked_up_note(step: HistoryItem, goal: str = "") -> str:
     close = "If a line above states the answer, answer now and quote that line."
     if pointers:
         close = "Lines above that share words with the goal:\n" + "\n".join(pointers) + "\n" + close
-    return f"Looked up for you, the definition of {name}:\n{step.observation.strip()}\n\n{close}"
+    said = (
+        f"Read for you, {name} from line {step.args.get('start_line', 1)}"
+        if step.action == "read_file"
+        else f"Looked up for you, the definition of {name}"
+    )
+    return f"{said}:\n{step.observation.strip()}\n\n{close}"
 
 
 def _condensed(number: int, step: HistoryItem) -> str:

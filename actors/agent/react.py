@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from actors.agent.evidence import check_answer, lookup_name, question_name
+from actors.agent.evidence import check_answer, lookup_name, question_name, spans
 from actors.agent.policy import REPEAT_MARK, format_observation, is_repeat, repeat_observation, wrap_answer
 from actors.agent.parsing import parse_step
 from actors.agent.prompt import MAX_CONDENSED, AgentStep, HistoryItem, StepProblem, build_messages, step_schema
@@ -158,6 +158,19 @@ def looked(state: AgentState) -> bool:
     )
 
 
+READ_FILE = "read_file"
+OPENING = "The question names"  # the thought of the agent's opening lookup
+
+
+def named_scope(state: AgentState) -> list[tuple[str, int, int]]:
+    """The spans of the definition the question names, as the agent's opening lookup showed
+    them (none in runs without the agent's own lookups)."""
+    if not state.lookups:
+        return []
+    first = next((h for h in state.history if h.auto and h.thought.startswith(OPENING)), None)
+    return spans(first.observation) if first is not None else []
+
+
 def own_lookups(state: AgentState) -> int:
     """The definitions the model itself asked for (the agent's own lookups aside)."""
     return sum(1 for h in state.history if h.action == FIND_DEFINITION and not h.auto)
@@ -173,7 +186,7 @@ def opening_lookup(goal: str, tool_names: list[str]) -> StepDecided | None:
     if name is None:
         return None
     return StepDecided(
-        iteration=0, thought=f"The question names {name}: read its definition.", action=FIND_DEFINITION,
+        iteration=0, thought=f"{OPENING} {name}: read its definition.", action=FIND_DEFINITION,
         args={"name": name}, auto=True,
     )
 
@@ -339,13 +352,13 @@ class ReactAgent(Behaviour[AgentState]):
             refused = self.refuse_answer(state) if text else None
             if text and refused is None and state.grounded and not looked(state) and not must_answer(state):
                 refused = NOT_LOOKED
-            checked = False
+            checked, read_next = False, None
             if text and refused is None and state.grounded:
                 verdict = check_answer(
                     question_of(state.goal), text, step.args, [h.observation for h in state.history], forced=must_answer(state),
-                    strict=state.lookups,
+                    strict=state.lookups, scope=named_scope(state),
                 )
-                text, refused, checked = verdict.answer or text, verdict.observation or None, True
+                text, refused, checked, read_next = verdict.answer or text, verdict.observation or None, True, verdict.read
             if text and refused is None:
                 return out + [AnswerGiven(iteration=iteration, thought=step.thought, answer=wrap_answer(text))]
             out.append(
@@ -358,7 +371,7 @@ class ReactAgent(Behaviour[AgentState]):
                     observation=refused or 'Your answer was empty. Give the answer as {"answer": "..."} in args.',
                 )
             )
-            read = self._read_the_definition(state, text, iteration) if checked else None
+            read = self._read_the_definition(state, text, iteration, read_next) if checked else None
             if read is not None:  # the check failed: the agent reads the definition it needs, no model call
                 out.append(read)
         elif state.lookups and step.action == FIND_DEFINITION and own_lookups(state) >= MAX_LOOKUPS:
@@ -382,9 +395,19 @@ class ReactAgent(Behaviour[AgentState]):
         return out
 
     @staticmethod
-    def _read_the_definition(state: AgentState, answer: str, iteration: int) -> StepDecided | None:
-        """After a refused answer, the verify step's follow-up: find_definition of the name the
-        question (else the answer) is about, unless it was looked up already."""
+    def _read_the_definition(
+        state: AgentState, answer: str, iteration: int, read: tuple[str, int] | None = None
+    ) -> StepDecided | None:
+        """After a refused answer, the verify step's follow-up: the named definition's lines when
+        the quote was outside them (`read`), else find_definition of the name the question
+        (else the answer) is about, unless it was looked up already."""
+        if read is not None and READ_FILE in state.tool_names and state.pending is None:
+            args = {"path": read[0], "start_line": read[1]}
+            if not is_repeat(state.history, READ_FILE, args):
+                return StepDecided(
+                    iteration=iteration, thought=f"Read {read[0]} from line {read[1]}.", action=READ_FILE, args=args,
+                    auto=True,
+                )
         if FIND_DEFINITION not in state.tool_names:
             return None
         done = [h.args.get("name", "") for h in state.history if h.action == FIND_DEFINITION]

@@ -218,3 +218,25 @@ def test_new_runs_of_an_agent_with_find_definition_make_their_own_lookups() -> N
     assert ReactAgent.make_start(goal="q", root=".", tools=specs).lookups is True
     assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).lookups is False
     assert ReactAgent.make_start(goal="q", root=".", tools=specs[:1]).lookups is False
+
+
+def test_a_value_quoted_from_outside_the_named_definition_is_refused_and_the_definition_read(tmp_path: Path) -> None:
+    (tmp_path / "other.py").write_text('"""Another client."""\n\n\nclass FtpClient:\n    timeout = 30\n')
+    seen: list[str] = []
+
+    def wrong_class(request: LlmRequest) -> str:
+        last = str(request.messages[-1]["content"])
+        seen.append(last)
+        if len(seen) == 1:
+            return _step("Search.", "search_files", query="timeout")
+        if "client.py, lines 8-" in last and "self.timeout = 45" in last:  # the definition, read for it
+            return _step("Line 13.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
+        return _step("FtpClient sets it.", "answer", answer="30", source="other.py:5", quote="timeout = 30")
+
+    state, events, _, _ = run(tmp_path, wrong_class, lookups=True)
+    rejected = [e for e in events if e.type_name == "StepRejected"]
+    assert [e.reason for e in rejected] == ["answer_refused"]
+    assert "outside it" in rejected[0].observation and "client.py lines 8-13" in rejected[0].observation
+    read = [e for e in events if e.type_name == "StepDecided" and e.action == "read_file"]
+    assert read and read[0].auto and read[0].args == {"path": "client.py", "start_line": 8}
+    assert state.answer == "<answer>45\n\nEvidence: client.py:13: self.timeout = 45</answer>"

@@ -228,6 +228,14 @@ def mismatch(
                 f"Your quote is the class line of {quoted.group(1)}, but the question asks about {asked}. "
                 "Quote the class line of the class the question asks about."
             )
+        named = set(re.findall(r"\b[A-Z]\w+", question))
+        if strict and quoted and quoted.group(1) in named and _HOPS.search(question):
+            base = ", ".join(b.split(".")[-1] for b in _IDENT.findall(m["bases"]) if b not in ("Generic", "ABC"))
+            return (
+                f"The question asks past {quoted.group(1)}'s own base class, and your quote is {quoted.group(1)}'s "
+                f"class line. Call find_definition(name='{base.split(', ')[0] if base else quoted.group(1)}') and quote "
+                "that class's line."
+            )
         bases = set(_IDENT.findall(m["bases"]))
         if not any(b in answer for b in bases):
             return f"Your quote says the bases are ({m['bases'].strip()}), but your answer names none of them. Answer from the quote."
@@ -249,6 +257,11 @@ def mismatch(
             )
         return None
     if ask == "message":
+        if strict and re.match(r"\s*[rbuf]?(\"\"\"|\'\'\')", q):
+            return (
+                "The question asks for a message's text, and your quote is a docstring, which describes the code. "
+                "Quote the line that raises or builds the message (its `raise` or the string it is built from)."
+            )
         strings = [s["s"] for s in _STRING.finditer(q)]
         if not strings:
             return (

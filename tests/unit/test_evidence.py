@@ -236,3 +236,18 @@ def test_a_quote_running_on_past_a_shown_def_line_is_grounded_at_that_line() -> 
     ok = check_answer(q, "take_snapshot", args, [shown], strict=True)
     assert ok.answer == "take_snapshot\n\nEvidence: application.py:826: def take_snapshot("
     assert check_answer(q, "take_snapshot", args, [shown]).answer is None  # runs recorded before: as they ran
+
+
+def test_in_strict_runs_a_two_hop_base_and_a_docstring_message_are_refused() -> None:
+    hop = "WaitError subclasses a base class of the store errors. Which class does that base class in turn subclass?"
+    own = "class WaitError(StoreError):"
+    assert mismatch(hop, "StoreError", own) is None  # runs recorded before: as they ran
+    refused = mismatch(hop, "StoreError", own, strict=True)
+    assert refused and "find_definition(name='StoreError')" in refused
+    assert mismatch(hop, "LibraryError", "class StoreError(LibraryError):", {"WaitError": ("StoreError",)}, strict=True) is None
+    assert mismatch("Which class does WaitError subclass?", "StoreError", own, strict=True) is None  # one hop
+    msg = "What is the text of the FactoryError message?"
+    doc = '"""Raised when a factory cannot be created."""'
+    assert mismatch(msg, "Raised when a factory cannot be created.", doc) is None
+    assert "docstring" in (mismatch(msg, "Raised when a factory cannot be created.", doc, strict=True) or "")
+    assert mismatch(msg, "expected 1 factory", 'msg = f"expected 1 factory, found {n}"', strict=True) is None

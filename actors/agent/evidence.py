@@ -242,6 +242,9 @@ def mismatch(
         return None
     if ask == "name":
         named = _code_names(answer)
+        if strict and not named and re.search(r"\b(class|exception)\b", question, re.I):
+            # a one-word class name (`Projection`): capitalised words, sentence words aside
+            named = [w for w in re.findall(r"\b[A-Z][a-z0-9]\w*", _without_citations(answer)) if w not in _SENTENCE_WORDS]
         if named and not any(re.search(rf"(?<![\w.]){re.escape(n.split('.')[-1])}(?!\w)", q) for n in named):
             return (
                 f"Your answer names {', '.join(f'`{n}`' for n in named[:3])}, and your quote does not show "
@@ -332,6 +335,9 @@ _QUESTION_NAMES = (
 )
 # Python's own names: a question naming one is not asking where the package defines it.
 _BUILTINS = frozenset(n for n in dir(builtins) if n[:1].isupper()) | {"Python", "Enum", "Generic", "Protocol"}
+_SENTENCE_WORDS = frozenset(
+    "The It Its This That These Those A An In If For When Which What Where How Evidence Not Python Yes No Line File".split()
+)
 _QUESTION_WORDS = frozenset("Which What Where When Why How Who Whose Does Do Is Are Can The This That In If For".split())
 
 

@@ -251,3 +251,11 @@ def test_in_strict_runs_a_two_hop_base_and_a_docstring_message_are_refused() -> 
     assert mismatch(msg, "Raised when a factory cannot be created.", doc) is None
     assert "docstring" in (mismatch(msg, "Raised when a factory cannot be created.", doc, strict=True) or "")
     assert mismatch(msg, "expected 1 factory", 'msg = f"expected 1 factory, found {n}"', strict=True) is None
+
+
+def test_in_strict_runs_a_one_word_class_name_must_be_in_its_quote() -> None:
+    q = "Which class runs a projection in a thread until it is stopped?"
+    answer = "Projection is the class that runs a projection in a thread."
+    assert mismatch(q, answer, "return self.factory.process_recorder()") is None  # runs recorded before
+    assert "`Projection`" in (mismatch(q, answer, "return self.factory.process_recorder()", strict=True) or "")
+    assert mismatch(q, "Runner does it.", "class Runner(Thread):", strict=True) is None

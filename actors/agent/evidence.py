@@ -500,6 +500,7 @@ class Verdict:
     answer: str | None  # the answer to give (its evidence appended), or None: refused
     observation: str = ""  # why it was refused, for the model
     read: tuple[str, int] | None = None  # (path, start_line): the definition to read next
+    find: str | None = None  # a name whose definition to look up next
 
 
 _SPAN = re.compile(r"^(?P<path>[^\s,][^,\n]*?), (?:outline of [^,\n]+, )?lines (?P<a>\d+)-(?P<b>\d+) of \d+", re.M)
@@ -552,6 +553,18 @@ def check_answer(
         )
         refused = _refused(why, text, forced)
         return refused if forced else Verdict(None, why, read=(path, a))
+    if strict and ask_of(question) == "override" and scope and outside(checked, scope) is None:
+        # the named method's own line: the override is elsewhere
+        member = (question_name(question) or "").rpartition(".")[2]
+        asked = set(re.findall(r"\b[A-Z]\w+", question))
+        cls = next((c for c in re.findall(r"\b([A-Z]\w+)", _without_citations(text)) if c not in asked | _SENTENCE_WORDS), None)
+        why = (
+            f"Your quote {checked.path}:{checked.line} is the method the question names, not its override. Quote the "
+            "`def` line of the overriding method in the subclass (its definition lists where it is overridden)."
+        )
+        if forced:
+            return _refused(why, text, forced)
+        return Verdict(None, why, find=f"{cls}.{member}" if cls and member else None)
     wrong = mismatch(question, text, checked.text, class_lines(shown), strict=strict)
     if wrong is not None and strict and ask_of(question) == "value":
         resolved = through_names(question, text, checked, shown)

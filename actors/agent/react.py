@@ -358,7 +358,8 @@ class ReactAgent(Behaviour[AgentState]):
                     question_of(state.goal), text, step.args, [h.observation for h in state.history], forced=must_answer(state),
                     strict=state.lookups, scope=named_scope(state),
                 )
-                text, refused, checked, read_next = verdict.answer or text, verdict.observation or None, True, verdict.read
+                text, refused, checked = verdict.answer or text, verdict.observation or None, True
+                read_next = verdict.read or verdict.find
             if text and refused is None:
                 return out + [AnswerGiven(iteration=iteration, thought=step.thought, answer=wrap_answer(text))]
             out.append(
@@ -396,12 +397,19 @@ class ReactAgent(Behaviour[AgentState]):
 
     @staticmethod
     def _read_the_definition(
-        state: AgentState, answer: str, iteration: int, read: tuple[str, int] | None = None
+        state: AgentState, answer: str, iteration: int, read: tuple[str, int] | str | None = None
     ) -> StepDecided | None:
         """After a refused answer, the verify step's follow-up: the named definition's lines when
         the quote was outside them (`read`), else find_definition of the name the question
         (else the answer) is about, unless it was looked up already."""
-        if read is not None and READ_FILE in state.tool_names and state.pending is None:
+        if isinstance(read, str) and FIND_DEFINITION in state.tool_names and state.pending is None:
+            if not is_repeat(state.history, FIND_DEFINITION, {"name": read}):
+                return StepDecided(
+                    iteration=iteration, thought=f"Read the definition of {read}.", action=FIND_DEFINITION,
+                    args={"name": read}, auto=True,
+                )
+            read = None
+        if isinstance(read, tuple) and READ_FILE in state.tool_names and state.pending is None:
             args = {"path": read[0], "start_line": read[1]}
             if not is_repeat(state.history, READ_FILE, args):
                 return StepDecided(

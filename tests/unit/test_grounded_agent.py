@@ -240,3 +240,27 @@ def test_a_value_quoted_from_outside_the_named_definition_is_refused_and_the_def
     read = [e for e in events if e.type_name == "StepDecided" and e.action == "read_file"]
     assert read and read[0].auto and read[0].args == {"path": "client.py", "start_line": 8}
     assert state.answer == "<answer>45\n\nEvidence: client.py:13: self.timeout = 45</answer>"
+
+
+def test_an_override_answer_quoting_the_named_method_itself_is_sent_to_the_override(tmp_path: Path) -> None:
+    (tmp_path / "client.py").write_text(CLIENT)
+    (tmp_path / "retry.py").write_text(
+        "from client import BaseClient\n\n\nclass RetryingClient(BaseClient):\n    def send(self, data):\n        return data\n"
+    )
+    (tmp_path / "base.py").write_text("class Transport:\n    def send(self, data):\n        raise NotImplementedError\n")
+    question = "Which class overrides Transport.send so that data is returned?"
+    seen: list[str] = []
+
+    def base_quoter(request: LlmRequest) -> str:
+        last = str(request.messages[-1]["content"])
+        seen.append(last)
+        if "definition of RetryingClient.send" in last:
+            return _step("Line 5.", "answer", answer="RetryingClient", source="retry.py:5", quote="def send(self, data):")
+        return _step("It is RetryingClient.", "answer", answer="RetryingClient", source="base.py:2", quote="def send(self, data):")
+
+    state, events, _, _ = run(tmp_path, base_quoter, lookups=True, question=question)
+    rejected = [e for e in events if e.type_name == "StepRejected"]
+    assert rejected and "not its override" in rejected[0].observation
+    looked = [e.args for e in events if e.type_name == "StepDecided" and e.auto]
+    assert looked == [{"name": "Transport.send"}, {"name": "RetryingClient.send"}]
+    assert state.answer == "<answer>RetryingClient\n\nEvidence: retry.py:5: def send(self, data):</answer>"

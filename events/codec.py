@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import enum
 import uuid
+from collections.abc import Callable
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from typing import Any
@@ -31,9 +32,11 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from events.base import Event
 from events.registry import resolve, upcast
+from events.requests import MissingBase, PackedMessages, RequestChain, inflate
 
 # Extension type codes are stored in the log: never renumber them, only add.
 _UUID, _DATETIME, _DATE, _TIME, _TIMEDELTA, _DECIMAL, _SET, _FROZENSET, _BIGINT = range(1, 10)
+_PACKED_MESSAGES = 10  # an LlmRequested's messages as a delta (events/requests.py)
 
 
 def _default(obj: Any) -> Any:
@@ -86,6 +89,9 @@ def _ext_hook(code: int, data: bytes) -> Any:
         return frozenset(_hashable(x) for x in unpackb(data))
     if code == _BIGINT:
         return int(data)
+    if code == _PACKED_MESSAGES:
+        base, packed = unpackb(data)
+        return PackedMessages(base, packed)
     return msgpack.ExtType(code, data)
 
 
@@ -123,7 +129,13 @@ def unpackb(data: bytes) -> Any:
 # type name in its topic column, so they are not repeated here.
 
 
-def encode_event(event: Event) -> bytes:
+def encode_event(event: Event, requests: RequestChain | None = None) -> bytes:
+    """The stored bytes of a stamped event. With `requests`, an `LlmRequested`'s messages
+    are stored as a delta against its stream's previous request (events/requests.py)."""
+    payload = event.payload()
+    if requests is not None and event.type_name == REQUESTED:
+        packed = requests.pack(event.stream_id, event.version, packb(payload["messages"]))
+        payload["messages"] = msgpack.ExtType(_PACKED_MESSAGES, packb([packed.base, packed.data]))
     return packb(
         [
             event.schema_version,
@@ -132,13 +144,35 @@ def encode_event(event: Event) -> bytes:
             event.causation_id,
             event.command_id,
             event.timestamp,
-            event.payload(),
+            payload,
         ]
     )
 
 
-def decode_event(type_name: str, stream_id: str, version: int, data: bytes) -> Event:
+REQUESTED = "LlmRequested"
+# (stream_id, version, packed) -> the msgpack of that request's messages
+RequestResolver = Callable[[str, int, PackedMessages], bytes]
+
+
+def unpack_request(stream_id: str, version: int, packed: PackedMessages, resolve: RequestResolver | None) -> Any:
+    """The messages of a request stored as `packed`. A delta needs `resolve` (the store's,
+    which finds its base); a self-contained one does not."""
+    if resolve is not None:
+        return unpackb(resolve(stream_id, version, packed))
+    if packed.base:
+        raise MissingBase(
+            f"the request at {stream_id}@{version} is stored as a delta against version "
+            f"{packed.base}: read it through the event store"
+        )
+    return unpackb(inflate(packed.data, None))
+
+
+def decode_event(
+    type_name: str, stream_id: str, version: int, data: bytes, requests: RequestResolver | None = None
+) -> Event:
     schema_version, event_id, run_id, causation_id, command_id, ts, payload = unpackb(data)
+    if type_name == REQUESTED and isinstance(payload.get("messages"), PackedMessages):
+        payload["messages"] = unpack_request(stream_id, version, payload["messages"], requests)
     cls = resolve(type_name)
     if schema_version != cls.schema_version:
         payload = upcast(type_name, schema_version, payload)

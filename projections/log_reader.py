@@ -45,6 +45,7 @@ def read_stored(
             views,
             f"{key} > ? AND {key} <= ?{''.join(where)} ORDER BY {key} LIMIT ?",
             [after, head, *params, limit],
+            store,
         )
     found: list[StoredRecord] = []
     start = after + 1
@@ -52,7 +53,7 @@ def read_stored(
         with store._available():
             page = store.recorder.select_notifications(start, limit, stop=head, topics=tuple(types))
         found.extend(
-            StoredRecord(n.id, n.originator_id, n.originator_version, n.topic, n.state)
+            StoredRecord(n.id, n.originator_id, n.originator_version, n.topic, n.state, store.request_bytes)
             for n in page
             if not streams or n.originator_id in streams
         )
@@ -70,13 +71,13 @@ def read_positions(store: EventStore, views: ViewStore, positions: Collection[in
         found = []
         for i in range(0, len(wanted), 500):
             part = wanted[i : i + 500]
-            found += _select(views, f"{key} IN ({', '.join('?' * len(part))}) ORDER BY {key}", part)
+            found += _select(views, f"{key} IN ({', '.join('?' * len(part))}) ORDER BY {key}", part, store)
     else:
         found = []
         for p in wanted:
             with store._available():
                 found.extend(
-                    StoredRecord(n.id, n.originator_id, n.originator_version, n.topic, n.state)
+                    StoredRecord(n.id, n.originator_id, n.originator_version, n.topic, n.state, store.request_bytes)
                     for n in store.recorder.select_notifications(p, 1, stop=p)
                 )
     return {r.position: r for r in found}
@@ -101,20 +102,21 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def _select(views: ViewStore, where: str, params: list[Any]) -> list[StoredRecord]:
+def _select(views: ViewStore, where: str, params: list[Any], store: EventStore) -> list[StoredRecord]:
     sql = (
         f"SELECT {_key(views)}, originator_id, originator_version, topic, state "
         f"FROM {views.log_table} WHERE {where}"
     )
     with views.available(), gc_paused():
         if views.dialect == "postgres":
-            return _select_pg(views, sql, params)
+            return _select_pg(views, sql, params, store)
         with views.recorder.datastore.transaction(commit=False) as raw:
             cur = raw.sqlite_cursor.connection.cursor()
             cur.row_factory = None  # plain tuples
             try:
                 cur.execute(sql, params)
-                return [StoredRecord(*row) for row in cur.fetchall()]
+                resolve = store.request_bytes
+                return [StoredRecord(*row, resolve) for row in cur.fetchall()]
             finally:
                 cur.close()
 
@@ -122,11 +124,12 @@ def _select(views: ViewStore, where: str, params: list[Any]) -> list[StoredRecor
 # As the library's PostgreSQL recorders do for their reads: a dropped connection is
 # retried (the pool replaces it) before it becomes StoreUnavailable.
 @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-def _select_pg(views: ViewStore, sql: str, params: list[Any]) -> list[StoredRecord]:
+def _select_pg(views: ViewStore, sql: str, params: list[Any], store: EventStore) -> list[StoredRecord]:
     from psycopg.rows import tuple_row  # lazily: only PostgreSQL needs the driver
 
     with views.recorder.datastore.transaction(commit=False) as raw:
         with raw.connection.cursor(row_factory=tuple_row) as cur:
             cur.execute(pg_sql(sql), params, prepare=True)
             rows = cur.fetchall()
-    return [StoredRecord(n, o, v, t, s if s.__class__ is bytes else bytes(s)) for n, o, v, t, s in rows]
+    resolve = store.request_bytes
+    return [StoredRecord(n, o, v, t, s if s.__class__ is bytes else bytes(s), resolve) for n, o, v, t, s in rows]

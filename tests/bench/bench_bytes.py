@@ -117,7 +117,6 @@ def run_chorus(steps: int, workdir: Path, snapshot_every: int = 100) -> dict[str
     from actors.runtime.shell import ActorShell
     from actors.tools.files import ReadFile, SearchFiles
     from events.agent import ToolSpec
-    from events.codec import decode_event
     from events.store import EventStore
     from tests.support.fake_llm import step_of
 
@@ -197,13 +196,11 @@ def run_chorus(steps: int, workdir: Path, snapshot_every: int = 100) -> dict[str
                 "SELECT topic, count(*), sum(length(state)) FROM stored_events GROUP BY topic"
             )
         }
-        # The recorded prompt, without the rest of the LlmRequested event.
-        prompt = 0
-        for topic, blob in c.execute(
-            "SELECT topic, state FROM stored_events WHERE topic = 'LlmRequested'"
-        ):
-            e = decode_event(topic, "s", 1, blob)
-            prompt += sum(len(m.get("content", "").encode()) for m in e.messages)  # type: ignore[attr-defined]
+    # The prompt text the requests record (what a reader gets back), whatever its stored form.
+    prompt = 0
+    with EventStore(f"sqlite:///{path}") as reader:
+        for r in reader.read_all(types=["LlmRequested"]):
+            prompt += sum(len(m.get("content", "").encode()) for m in r.event.messages)  # type: ignore[attr-defined]
     return {
         "steps": steps,
         "seconds": seconds,
@@ -549,7 +546,7 @@ def report(
                 "events",
                 "events kB/step",
                 "of which LlmRequested",
-                "of which prompt text",
+                "prompt text it holds (inflated)",
                 "all other events",
                 "snapshots",
                 "snapshots kB/step",

@@ -275,7 +275,7 @@ def test_group_commit_can_be_turned_off(durable_store_url, monkeypatch):
 def test_writers_in_other_processes_share_a_store_writers_transactions(durable_store_url, ray_local):
     """Six Ray actors (processes) append through one store-writer actor: the store's
     group commit serves them all. Each contested version has exactly one winner; every
-    stream's versions are contiguous; some batches held appends from several processes."""
+    stream's versions are contiguous."""
     ray = ray_local
     writer = ray.remote(EventStore).options(max_concurrency=32, num_cpus=0).remote(durable_store_url)
     writers = [ray.remote(Writer).options(num_cpus=0).remote(writer, w) for w in range(6)]
@@ -295,7 +295,11 @@ def test_writers_in_other_processes_share_a_store_writers_transactions(durable_s
         assert all(a == b for a, b in winners)
         assert sum(o.count("won") for o in outcomes) == len(contested) // 2 == rounds
         assert stats["appends"] == 6 * 15 + 6 * rounds
-        assert stats["batches"] < stats["appends"], stats  # some appends shared a transaction
+        # How many appends shared a transaction depends on timing: on a loaded machine all 120
+        # can arrive one after another (seen: 120 batches). Sharing itself is asserted
+        # deterministically in process (a held batch, test_a_conflicting_append_in_a_batch_fails_alone);
+        # here every append went through the group.
+        assert 0 < stats["batches"] <= stats["appends"], stats
     finally:
         for w in writers:
             ray.kill(w)

@@ -24,7 +24,7 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -39,6 +39,7 @@ from eventsourcing.persistence import (
     PersistenceError,
     StoredEvent,
 )
+from eventsourcing.utils import retry
 from pydantic import BaseModel
 
 from events.backends import (
@@ -96,6 +97,7 @@ class EventStore:
         self._group_commit = group_commit_of(url)
         self.factory: Any = None
         self.group: GroupCommitter | None = None
+        self._rows: StreamRows | None = None
         # The highest version seen per stream. Streams only grow, so a stream known to hold
         # `expected_version` events cannot leave a gap: append may skip its version read.
         self._known: dict[str, int] = {}
@@ -247,13 +249,17 @@ class EventStore:
     def read_stream(
         self, stream_id: str, from_version: int = 1, to_version: int | None = None
     ) -> list[Event]:
+        gt = from_version - 1 if from_version > 1 else None
         with self._available():
-            stored = self.recorder.select_events(
-                stream_id, gt=from_version - 1 if from_version > 1 else None, lte=to_version
-            )
-        if stored:
-            self._saw(stream_id, stored[-1].originator_version)
-        return [self._decode(s) for s in stored]
+            if self._rows is None:
+                rows = [(s.originator_version, s.topic, s.state)
+                        for s in self.recorder.select_events(stream_id, gt=gt, lte=to_version)]
+            else:
+                rows = self._rows(stream_id, gt, to_version)
+        if rows:
+            self._saw(stream_id, rows[-1][0])
+        resolve = self.request_bytes
+        return [decode_event(topic, stream_id, version, state, resolve) for version, topic, state in rows]
 
     def stream_version(self, stream_id: str) -> int:
         with self._available():
@@ -455,6 +461,7 @@ class EventStore:
             self.snapshots: AggregateRecorder = self.factory.aggregate_recorder("snapshots")
         if self.backend == "sqlite":
             self._enable_wal()
+        self._rows = stream_rows(self.backend, self.recorder)
         if self._group_commit:
             write = writer_for(self.backend, self.recorder)
             self.group = GroupCommitter(write) if write is not None else None
@@ -471,6 +478,67 @@ class EventStore:
 
 
 _OPEN_ATTEMPTS = 8
+
+# (stream_id, after version or None, up to version or None) -> [(version, topic, state)]
+StreamRows = Callable[[str, "int | None", "int | None"], list[tuple[int, str, bytes]]]
+
+
+def stream_rows(backend: str, recorder: Any) -> StreamRows | None:
+    """A stream's stored events as plain tuples, by SQL on the recorder's table: the
+    library's `select_events` builds a dict row and a `StoredEvent` per event, which cost
+    as much as decoding ours (rehydrating a stream reads thousands). None: use the
+    recorder (the in-memory store)."""
+    if backend == "sqlite":
+        select = (
+            f"SELECT originator_version, topic, state FROM {recorder.events_table_name} WHERE originator_id=?"
+        )
+
+        def sqlite_rows(stream_id: str, gt: int | None, lte: int | None) -> list[tuple[int, str, bytes]]:
+            sql, params = _bounded(select, "?", stream_id, gt, lte)
+            with recorder.datastore.transaction(commit=False) as c:
+                cur = c.sqlite_cursor.connection.cursor()
+                cur.row_factory = None  # plain tuples
+                try:
+                    cur.execute(sql, params)
+                    return cur.fetchall()  # type: ignore[no-any-return]
+                finally:
+                    cur.close()
+
+        return sqlite_rows
+    if backend == "postgres":
+        from psycopg.rows import tuple_row  # lazily: only PostgreSQL needs the driver
+        from psycopg.sql import SQL, Identifier
+
+        table = SQL("{0}.{1}").format(Identifier(recorder.datastore.schema), Identifier(recorder.events_table_name))
+        selects: dict[tuple[bool, bool], Any] = {}
+
+        # As the library's recorder reads: a dropped connection is retried (the pool replaces it).
+        @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+        def postgres_rows(stream_id: str, gt: int | None, lte: int | None) -> list[tuple[int, str, bytes]]:
+            key = (gt is not None, lte is not None)
+            if key not in selects:
+                text, _ = _bounded("SELECT originator_version, topic, state FROM {0} WHERE originator_id = %s",
+                                   "%s", stream_id, gt, lte)
+                selects[key] = SQL(text).format(table)  # type: ignore[arg-type]
+            params = [stream_id, *(b for b in (gt, lte) if b is not None)]
+            with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+                cur.execute(selects[key], params, prepare=True)
+                rows = cur.fetchall()
+            return [(v, t, b if b.__class__ is bytes else bytes(b)) for v, t, b in rows]
+
+        return postgres_rows
+    return None
+
+
+def _bounded(select: str, mark: str, stream_id: str, gt: int | None, lte: int | None) -> tuple[str, list[Any]]:
+    sql, params = select, [stream_id]
+    if gt is not None:
+        sql += f" AND originator_version>{mark}"
+        params.append(gt)
+    if lte is not None:
+        sql += f" AND originator_version<={mark}"
+        params.append(lte)
+    return sql + " ORDER BY originator_version ASC", params
 
 
 def encode_append(

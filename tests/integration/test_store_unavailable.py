@@ -124,6 +124,8 @@ def test_every_operation_reports_a_lost_database_as_unavailable(
         for name in ("insert_events", "select_events", "select_notifications", "max_notification_id"):
             if hasattr(recorder, name):
                 monkeypatch.setattr(recorder, name, boom)
+    if store._rows is not None:  # streams are read by SQL of our own, not select_events
+        monkeypatch.setattr(store, "_rows", boom)
     if store.group is not None:  # group commit writes through its own batch writer
         monkeypatch.setattr(store.group, "write", boom)
         monkeypatch.setattr("events.group_commit._RETRY_WAIT", 0)

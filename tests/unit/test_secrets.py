@@ -75,3 +75,18 @@ def test_the_shell_records_no_secret_and_folds_the_redacted_event(monkeypatch):
     assert SECRET not in stored[0].model_dump_json()
     assert "[REDACTED:CHORUS_UNIT_API_KEY]" in stored[0].model_dump_json()
     assert SECRET not in shell.state.model_dump_json()
+
+
+def test_the_cached_redactor_follows_the_environment(monkeypatch):
+    """The process's redactor is cached while os.environ is unchanged: a secret set, changed
+    or removed after a call is seen by the next one."""
+    monkeypatch.delenv("CHORUS_UNIT2_TOKEN", raising=False)
+    before = redactor()
+    assert redactor() is before  # unchanged environment: the cached answer
+    monkeypatch.setenv("CHORUS_UNIT2_TOKEN", SECRET)
+    assert redactor().value(f"x {SECRET}") == "x [REDACTED:CHORUS_UNIT2_TOKEN]"
+    monkeypatch.setenv("CHORUS_UNIT2_TOKEN", "tok-" + SECRET[::-1])
+    assert redactor().value(f"x {SECRET}") == f"x {SECRET}"
+    assert redactor(dict(CHORUS_UNIT2_TOKEN=SECRET)).value(SECRET) == "[REDACTED:CHORUS_UNIT2_TOKEN]"
+    monkeypatch.delenv("CHORUS_UNIT2_TOKEN")
+    assert "CHORUS_UNIT2_TOKEN" not in redactor().value(f"{SECRET} tok-{SECRET[::-1]}")

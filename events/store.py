@@ -249,6 +249,14 @@ class EventStore:
     def read_stream(
         self, stream_id: str, from_version: int = 1, to_version: int | None = None
     ) -> list[Event]:
+        return list(self.iter_stream(stream_id, from_version, to_version))
+
+    def iter_stream(
+        self, stream_id: str, from_version: int = 1, to_version: int | None = None
+    ) -> Iterator[Event]:
+        """`read_stream`, each event decoded as it is taken: what folds a stream keeps
+        one event alive at a time, not thousands (which set the cyclic GC off again and
+        again, a fifth of a 10,000-event load). The rows are read at once, here."""
         gt = from_version - 1 if from_version > 1 else None
         with self._available():
             if self._rows is None:
@@ -258,8 +266,7 @@ class EventStore:
                 rows = self._rows(stream_id, gt, to_version)
         if rows:
             self._saw(stream_id, rows[-1][0])
-        resolve = self.request_bytes
-        return [decode_event(topic, stream_id, version, state, resolve) for version, topic, state in rows]
+        return _decoded(rows, stream_id, self.request_bytes)
 
     def stream_version(self, stream_id: str) -> int:
         with self._available():
@@ -528,6 +535,11 @@ def stream_rows(backend: str, recorder: Any) -> StreamRows | None:
 
         return postgres_rows
     return None
+
+
+def _decoded(rows: list[tuple[int, str, bytes]], stream_id: str, resolve: Any) -> Iterator[Event]:
+    for version, topic, state in rows:
+        yield decode_event(topic, stream_id, version, state, resolve)
 
 
 def _bounded(select: str, mark: str, stream_id: str, gt: int | None, lte: int | None) -> tuple[str, list[Any]]:

@@ -11,6 +11,9 @@ retrieval methods side by side, measured in one run (actors/codeqa/evaluation.py
                        (actors/index/rerank.py), one call per question
     hyde               seed 003's semantic_file_search: HyDE answer → keywords → chunks → cosine;
                        it calls the configured LLM (the local model unless CHORUS_LLM_BASE_URL is set)
+    hybrid-hyde        semantic_file_search(ranking="hybrid-hyde"): hybrid, and HyDE (fused in) only for
+                       questions where hybrid looks weak (actors/codeqa/hyde.py FallbackRule); the run
+                       says how often HyDE ran
 
 Indexing and building the lexical view are timed apart from the questions (stderr).
 """
@@ -66,6 +69,9 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         if server is not None:
             server.stop()
     print(table(scores, len(questions)))
+    for s in scores:
+        if s.note:
+            print(f"  {s.method}: {s.note}")
     if args.misses:
         for s in scores:
             for q in s.misses:

@@ -4,7 +4,8 @@ files (`chorus eval retrieval`).
 A ranker is any `question -> ranked relative file paths`. The metrics are pure; the
 rankers (keyword counting; the repository index searched dense, lexical (BM25) or hybrid,
 over chunks embedded with or without their headers; hybrid with headers reranked by the LLM;
-seed 003's HyDE search) are built by
+seed 003's HyDE search; hybrid with HyDE as its fallback, as `semantic_file_search` runs it)
+are built by
 `rankers()` for one repository and measured side by side in one run.
 The question file is `{"questions": [{"q": ..., "gold": [path, ...]}, ...]}`.
 """
@@ -13,14 +14,18 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from actors.codeqa.config import CodeQaConfig
+from actors.codeqa.hyde import FALLBACK_RULE, Corpus, FallbackRule
+from actors.codeqa.occurrences import load_texts
 from actors.codeqa.retrieval import hyde_ranker, keyword_ranker
 from actors.index.hybrid import HybridConfig, complete_manifest, lexical_view, search_index
-from actors.index.indexer import index_repository
+from actors.index.indexer import INDEX_HEADERS, index_repository
 from actors.index.rerank import RERANK_FILES, rerank
 from actors.index.vectors import collection_for, open_index
 
@@ -34,7 +39,7 @@ INDEX_METHODS: dict[str, tuple[str, bool]] = {
     "embedding-headers": ("dense", True),
     "hybrid-headers": ("hybrid", True),
 }
-LLM_METHODS = ("rerank-llm", "hyde")  # methods that call the LLM
+LLM_METHODS = ("rerank-llm", "hyde", "hybrid-hyde")  # methods that call the LLM
 METHODS = ("keyword", *INDEX_METHODS, *LLM_METHODS)
 
 
@@ -55,6 +60,7 @@ class MethodScore:
     mrr: float = 0.0
     seconds_per_query: float = 0.0
     misses: list[str] = field(default_factory=list)  # questions with no gold file in the top 10
+    note: str = ""  # what the ranker says about the run (hybrid-hyde: how often HyDE ran)
 
 
 def load_questions(path: str | Path) -> list[Question]:
@@ -112,6 +118,7 @@ def score(method: str, ranker: Ranker, questions: Sequence[Question]) -> MethodS
     result.recall = {k: sum(v) / n for k, v in recalls.items()}
     result.mrr = sum(rr) / n
     result.seconds_per_query = (time.perf_counter() - started) / n
+    result.note = getattr(ranker, "note", lambda: "")()
     return result
 
 
@@ -207,9 +214,62 @@ def rerank_llm_ranker(
     return rank
 
 
+class FallbackRanker:
+    """`semantic_file_search(ranking="hybrid-hyde")` as a ranker: hybrid over the repository
+    index (built first, as for `hybrid`), seed 003's HyDE search only when `rule` finds the
+    hybrid result weak (`actors.codeqa.tools.hybrid_hyde_search`); counts how often it ran."""
+
+    def __init__(
+        self, root: Path, settings: Any, embedder: Any, context: Any, *, rule: FallbackRule = FALLBACK_RULE,
+        log: Callable[[str], None] | None = None,
+    ) -> None:
+        from actors.codeqa.tools import hybrid_hyde_search  # the tool's own function
+
+        _prepare(root, settings, embedder, headers=INDEX_HEADERS, lexical=True, log=log)
+        self.search = hybrid_hyde_search
+        self.root, self.context, self.rule, self.log = root, context, rule, log
+        self.config = CodeQaConfig.coerce(None).semantic_search
+        self.corpus = Corpus(load_texts(root))
+        self.asked = 0
+        self.reasons: list[str] = []
+        self.failed = 0
+
+    def __call__(self, question: str) -> list[str]:
+        self.asked += 1
+        found = self.search(self.root, "", question, self.context, self.corpus, self.config, self.rule, top=50,
+                            refresh=False)
+        if found.reason is not None:
+            self.reasons.append(found.reason.split(" (")[0])
+            self.failed += bool(found.error)
+        if self.log:
+            why = f"HyDE ran: {found.reason}" if found.reason else "hybrid trusted"
+            self.log(f"hybrid-hyde {question[:60]!r}: {why}{'; HyDE failed: ' + found.error if found.error else ''}: "
+                     f"{json.dumps(found.paths[:10])}")
+        return found.paths
+
+    def note(self) -> str:
+        counts = ", ".join(f"{n} {why}" for why, n in Counter(self.reasons).most_common())
+        failed = f"; {self.failed} HyDE calls failed" if self.failed else ""
+        return f"HyDE ran for {len(self.reasons)} of {self.asked} questions ({counts or 'never'}){failed}"
+
+
 def embedding_ranker(root: Path, settings: Any, embedder: Any, k: int = 50) -> Ranker:
     """Plain vector search over the repository's Qdrant index (built or refreshed first)."""
     return index_ranker(root, settings, embedder, ranking="dense", k=k)
+
+
+def _logged(name: str, ranker: Ranker, log: Callable[[str], None] | None, top: int = 10) -> Ranker:
+    """`ranker`, each question's top `top` files said on `log` (for a diagnostic pass)."""
+    if log is None:
+        return ranker
+
+    def rank(question: str) -> list[str]:
+        started = time.perf_counter()
+        ranked = ranker(question)
+        log(f"{name} ({time.perf_counter() - started:.1f}s) {question[:60]!r}: {json.dumps(dedupe(ranked)[:top])}")
+        return ranked
+
+    return rank
 
 
 def rankers(
@@ -232,6 +292,8 @@ def rankers(
             out[m] = index_ranker(root, settings, embedder, ranking=ranking, headers=headers, log=log)
         elif m == "rerank-llm":
             out[m] = rerank_llm_ranker(root, settings, embedder, context, log=log)
+        elif m == "hybrid-hyde":
+            out[m] = FallbackRanker(root, settings, embedder, context, log=log)
         elif m == "hyde":
-            out[m] = hyde_ranker(root, context)
+            out[m] = _logged("hyde", hyde_ranker(root, context), log)
     return out

@@ -16,6 +16,8 @@ return them; many: chunk, embed, rank by cosine similarity → top files with li
 The model calls go through the tool's `ToolContext`, which records them in the tool's own
 stream (rule 2). Building requests, checking keywords and ranking are pure functions below
 the pipeline; only `semantic_search` and `Corpus` touch the model, the embedder or the disk.
+At the end: the rule that runs HyDE only as a fallback of the index's hybrid search
+(`FallbackRule`, `hyde_reason`, `fuse_files`; `semantic_file_search(ranking="hybrid-hyde")`).
 """
 
 from __future__ import annotations
@@ -295,3 +297,56 @@ def rank_files(
         if held is None or sim > held.score:
             best[chunk.path] = RankedFile(chunk.path, chunk.start_line, chunk.end_line, float(sim))
     return sorted(best.values(), key=lambda r: (-r.score, r.path))[:top]
+
+
+# -- HyDE as a fallback of the hybrid ranking (pure) -------------------------------------------
+#
+# `semantic_file_search(ranking="hybrid-hyde")`: the repository index's hybrid search first
+# (vectors and BM25, fused); HyDE, which costs two model calls, only when the hybrid result
+# looks weak by `hyde_reason`. Then HyDE's files are a third ranking fused with the dense
+# and lexical ones (reciprocal rank fusion over files), so HyDE settles what the two sides
+# disagree on rather than replacing them.
+
+
+@dataclass(frozen=True)
+class FallbackRule:
+    """When the hybrid result is weak enough to pay for HyDE. Two general signals, neither
+    about any question: the dense and lexical sides put different files first, or the dense
+    side's best chunk is a poor match (cosine below `min_dense_score`; 0 turns that off)."""
+
+    on_disagreement: bool = True
+    min_dense_score: float = 0.0
+    hyde_weight: float = 1.0  # HyDE's ranking against the dense and lexical ones (1 each)
+    rrf_k: int = 60
+
+
+FALLBACK_RULE = FallbackRule()
+
+
+def hyde_reason(
+    dense_files: Sequence[str], lexical_files: Sequence[str], dense_top: float | None, rule: FallbackRule
+) -> str | None:
+    """Why HyDE should run for this query (a short phrase), or None: hybrid is trusted."""
+    if not dense_files:
+        return "the dense side found nothing"
+    if rule.min_dense_score > 0 and (dense_top is None or dense_top < rule.min_dense_score):
+        return f"the best dense match is weak (cosine {dense_top or 0.0:.2f} < {rule.min_dense_score:.2f})"
+    if rule.on_disagreement and lexical_files and dense_files[0] != lexical_files[0]:
+        return f"dense and lexical disagree on the first file ({dense_files[0]} / {lexical_files[0]})"
+    return None
+
+
+def fuse_files(
+    dense_files: Sequence[str], lexical_files: Sequence[str], hyde_files: Sequence[str], rule: FallbackRule
+) -> list[str]:
+    """The three file rankings fused by reciprocal rank fusion (dense and lexical weigh 1,
+    HyDE `rule.hyde_weight`); ties keep the order of first appearance, dense first."""
+    from actors.index.lexical import fuse
+
+    fused = fuse([list(dense_files), list(lexical_files), list(hyde_files)], [1.0, 1.0, rule.hyde_weight], rule.rrf_k)
+    return [str(path) for path, _ in fused]
+
+
+def file_order(paths: Sequence[str]) -> list[str]:
+    """Paths in order of first appearance (a chunk ranking read as a file ranking)."""
+    return list(dict.fromkeys(paths))

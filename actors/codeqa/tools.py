@@ -6,7 +6,9 @@
     read_code(path, start_line=1, end_line=0)      numbered lines, at most 200 per call
     semantic_file_search(query, repo="")           HyDE + embeddings: top 10 files with line ranges
                                                    (or, made with ranking="hybrid", the repository
-                                                   index's hybrid search: BM25 + vectors, no LLM)
+                                                   index's hybrid search: BM25 + vectors, no LLM;
+                                                   ranking="hybrid-hyde": hybrid, and HyDE only
+                                                   when hybrid looks weak, `hyde.FallbackRule`)
 
 Paths are relative to the repositories folder and start with the repository's name
 (`shop/src/billing.py`). A call the model got wrong (a path outside the folder, an unknown
@@ -19,16 +21,27 @@ from __future__ import annotations
 
 import os
 from collections.abc import Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from actors.codeqa.config import CodeQaConfig
-from actors.codeqa.hyde import Corpus, SemanticResult, semantic_search
+from actors.codeqa.config import CodeQaConfig, SemanticSearchConfig
+from actors.codeqa.hyde import (
+    FALLBACK_RULE,
+    Corpus,
+    FallbackRule,
+    SemanticResult,
+    file_order,
+    fuse_files,
+    hyde_reason,
+    semantic_search,
+)
 from actors.codeqa.occurrences import FileCount, keyword_terms, load_texts, rank_texts, relative_files
 from actors.codeqa.repos import directory_tree, find_documentation, list_repositories, repository, resolve_file
-from actors.index.hybrid import RANKINGS, search_index
+from actors.index.hybrid import RANKINGS, HybridConfig, fuse_hits, search_index
 from actors.index.indexer import INDEX_HEADERS, index_repository
 from actors.index.vectors import Hit, collection_for, open_index
+from actors.runtime.llm.types import LlmError
 from actors.runtime.registry import Registry, Tool
 from actors.tools.arguments import alias_arg, whole_number
 from actors.tools.paths import (
@@ -46,6 +59,7 @@ from actors.tools.paths import (
 )
 
 
+SEMANTIC_RANKINGS = ("hyde", "hybrid-hyde", *RANKINGS)  # semantic_file_search's `ranking` options
 LINES_SHOWN = 15  # search_keyword shows the line itself for its best 15 files, the number for the rest
 
 
@@ -168,12 +182,16 @@ class SemanticFileSearch(_ReposTool):
     )
     uses_context = True
 
-    def __init__(self, root: str, context: Any = None, ranking: str = "hyde", **config: Any) -> None:
+    def __init__(
+        self, root: str, context: Any = None, ranking: str = "hyde", fallback: FallbackRule = FALLBACK_RULE, **config: Any
+    ) -> None:
         super().__init__(root=root, **config)
-        if ranking != "hyde" and ranking not in RANKINGS:
-            raise ValueError(f"semantic_file_search ranking must be hyde or one of {', '.join(RANKINGS)}, not {ranking!r}")
+        if ranking not in SEMANTIC_RANKINGS:
+            raise ValueError(f"semantic_file_search ranking must be one of {', '.join(SEMANTIC_RANKINGS)}, not {ranking!r}")
         self.context = context
-        self.ranking = ranking  # "hyde" (seed 003) or a ranking of the repository index
+        # "hyde" (seed 003), "hybrid-hyde" (hybrid, HyDE when it looks weak) or a ranking of the index
+        self.ranking = ranking
+        self.fallback = fallback
         self._vectors: dict[str, list[float]] = {}  # chunk text -> vector, for this tool's life
 
     @classmethod
@@ -190,12 +208,103 @@ class SemanticFileSearch(_ReposTool):
         prefix = ""
         if alias_arg(repo, extra, _REPO):
             prefix, _ = repository(base, str(alias_arg(repo, extra, _REPO)))
+        top = self.settings.semantic_search.max_results_with_lines
+        if self.ranking == "hybrid-hyde":
+            corpus = Corpus(load_texts(base, base / prefix if prefix else None), _vectors=self._vectors)
+            found = hybrid_hyde_search(base, prefix, question, self.context, corpus, self.settings.semantic_search,
+                                       self.fallback, top)
+            return format_fallback(found)
         if self.ranking != "hyde":
             return format_index_hits(self.ranking, index_search(base, prefix, question, self.context, self.ranking,
                                                                 self.settings.semantic_search.max_results_with_lines))
         corpus = Corpus(load_texts(base, base / prefix if prefix else None), _vectors=self._vectors)
         result = semantic_search(question, corpus, self.context, self.settings.semantic_search, under=prefix)
         return format_semantic(result)
+
+
+@dataclass
+class FallbackResult:
+    """`hybrid_hyde_search`'s answer: the best chunk of each file, best file first."""
+
+    hits: list[Hit]
+    reason: str | None  # why HyDE ran; None: hybrid was trusted and HyDE did not run
+    hyde: SemanticResult | None = None
+    error: str = ""  # HyDE was due but its model call failed: hybrid's order is kept
+
+    @property
+    def paths(self) -> list[str]:
+        return [h.path for h in self.hits]
+
+
+def hybrid_hyde_search(
+    base: Path,
+    prefix: str,
+    question: str,
+    context: Any,
+    corpus: Corpus,
+    config: SemanticSearchConfig,
+    rule: FallbackRule = FALLBACK_RULE,
+    top: int = 10,
+    depth: int = 50,
+    refresh: bool = True,
+) -> FallbackResult:
+    """Hybrid search of the repository index of `base/prefix` (refreshed first); when
+    `hyde_reason` finds it weak, seed 003's HyDE search too, its files fused with the dense
+    and lexical ones. Without a reason, the order is exactly `ranking="hybrid"`'s. Paths are
+    relative to `base`. `refresh=False`: the index is known to be current."""
+    folder = base / prefix if prefix else base
+    data_dir = Path(getattr(context.settings, "data_dir", None) or Path.home() / ".chorus")
+    lead = f"{prefix}/" if prefix else ""
+    with open_index(context.settings) as index:
+        if refresh:  # only changed files are embedded again
+            index_repository(str(folder), index=index, embed=context.embed, dim=context.embedder.dim,
+                             data_dir=data_dir, headers=INDEX_HEADERS)
+        collection = collection_for(str(folder.resolve()), headers=INDEX_HEADERS)
+        dense = search_index(index, collection, question, embed=context.embed, ranking="dense", limit=depth)
+        lexical = search_index(index, collection, question, ranking="lexical", limit=depth)
+    dense, lexical = ([_under(h, lead) for h in side] for side in (dense, lexical))
+    return fallback_rank(
+        dense, lexical, lambda: semantic_search(question, corpus, context, config, under=prefix), rule, top, depth
+    )
+
+
+def fallback_rank(
+    dense: Sequence[Hit],
+    lexical: Sequence[Hit],
+    hyde: Any,
+    rule: FallbackRule = FALLBACK_RULE,
+    top: int = 10,
+    depth: int = 50,
+) -> FallbackResult:
+    """The fallback policy over the two sides' chunk rankings: `hyde()` (a `SemanticResult`)
+    is called only when `hyde_reason` finds the hybrid result weak. Without a reason (or when
+    HyDE's model call fails) the files come in hybrid's fused order; with one, the dense,
+    lexical and HyDE file rankings are fused (`fuse_files`)."""
+    fused = fuse_hits(dense, lexical, HybridConfig(candidates=depth))  # what ranking="hybrid" returns
+    best: dict[str, Hit] = {}
+    for h in [*fused, *dense, *lexical]:
+        best.setdefault(h.path, h)
+    dense_files, lexical_files = file_order([h.path for h in dense]), file_order([h.path for h in lexical])
+    reason = hyde_reason(dense_files, lexical_files, dense[0].score if dense else None, rule)
+    order = file_order([h.path for h in fused])
+    out = FallbackResult([], reason)
+    if reason is not None:
+        try:
+            out.hyde = hyde()
+        except LlmError as e:
+            out.error = str(e) or type(e).__name__
+        else:
+            order = fuse_files(dense_files, lexical_files, out.hyde.paths, rule)
+            for r in out.hyde.ranked or []:
+                best.setdefault(r.path, Hit(r.path, r.start_line, r.end_line, "", "", r.score))
+            for c in out.hyde.candidates:
+                best.setdefault(c.path, Hit(c.path, c.line, c.line, c.text, "", 0.0))
+    out.hits = [best[p] for p in order[:top] if p in best]
+    return out
+
+
+def _under(h: Hit, lead: str) -> Hit:
+    return Hit(lead + h.path, h.start_line, h.end_line, h.text, h.language, h.score) if lead else h
 
 
 def index_search(base: Path, prefix: str, question: str, context: Any, ranking: str, top: int) -> list[Hit]:
@@ -337,6 +446,24 @@ def format_semantic(result: SemanticResult) -> str:
         )
         for i, r in enumerate(result.ranked, 1):
             out.append(f"{i}. {r.path} lines {r.start_line}-{r.end_line} (similarity {r.score:.2f})")
+    out.append("Next: read_code(path, start_line, end_line) on one of these.")
+    return "\n".join(out)
+
+
+def format_fallback(found: FallbackResult) -> str:
+    if found.reason is None:
+        return format_index_hits("hybrid", found.hits)
+    if found.error:
+        note = f"(HyDE was due, since {found.reason}, but its model call failed: {found.error})"
+        return format_index_hits("hybrid", found.hits) + "\n" + note
+    if not found.hits:
+        return "No file matches the question. Try search_keyword with a word from the question."
+    keywords = ", ".join(found.hyde.keywords) if found.hyde else ""
+    out = [
+        f"The files most related to the question, by embedding and keyword (BM25) search and a hypothetical "
+        f"answer (HyDE, keywords: {keywords or '(none)'}), fused; HyDE ran because {found.reason}:"
+    ]
+    out += [f"{i}. {h.path} lines {h.start_line}-{h.end_line}" for i, h in enumerate(found.hits, 1)]
     out.append("Next: read_code(path, start_line, end_line) on one of these.")
     return "\n".join(out)
 

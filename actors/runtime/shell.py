@@ -9,7 +9,7 @@ retried after a crash finds its key and appends nothing twice).
 from __future__ import annotations
 
 from collections import OrderedDict
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any, Generic, TypeVar
 
@@ -69,7 +69,7 @@ class ActorShell(Generic[S]):
         self.clock = clock
         self.state: S = behaviour.initial()
         self.version = 0
-        self.keys: OrderedDict[str, list[int]] = OrderedDict()
+        self.keys: OrderedDict[str, Sequence[int]] = OrderedDict()  # key -> (first, last) version
         self.replayed_on_load = 0  # how many tail events the last load folded
         self.last_event_id: str | None = None  # what the next decision follows from
         # Of the event at `version`, for snapshots: its time, and its global position
@@ -94,7 +94,7 @@ class ActorShell(Generic[S]):
                 if not len(body.keys) == len(body.first) == len(body.last):
                     raise ValueError(f"snapshot of {self.stream_id!r} at {snap.version}: its key spans do not line up")
                 # Built in C (zip, map): a snapshot holds up to SNAPSHOT_KEYS of them.
-                self.keys = OrderedDict(zip(body.keys, map(list, zip(body.first, body.last))))
+                self.keys = OrderedDict(zip(body.keys, zip(body.first, body.last)))  # spans: (first, last)
                 self.position = body.position
                 if body.timestamp is not None:
                     self.timestamp = datetime.fromisoformat(body.timestamp)

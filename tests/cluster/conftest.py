@@ -55,10 +55,17 @@ PORTS = (26_000, 32_000)
 WORKER_PORTS = (20_000, 26_000)
 
 
+_ISSUED: set[int] = set()  # ports handed out in this process: a port is free until its node binds it
+
+
 def free_port() -> int:
+    """A free port not handed out before in this process. A node's command line takes
+    several at once and binds none until it starts, so a port drawn twice would be
+    "free" both times (seen: Ray refusing a head whose two components got one port)."""
     for _ in range(200):
         port = random.randrange(*PORTS)
-        if _is_free(port):
+        if port not in _ISSUED and _is_free(port):
+            _ISSUED.add(port)
             return port
     raise RuntimeError("no free port")
 

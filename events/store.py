@@ -24,7 +24,7 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -39,7 +39,6 @@ from eventsourcing.persistence import (
     PersistenceError,
     StoredEvent,
 )
-from eventsourcing.utils import retry
 from pydantic import BaseModel
 
 from events.backends import (
@@ -56,6 +55,7 @@ from events.base import Event
 from events.codec import REQUESTED, decode_event, encode_event, envelope_of, packb, unpackb
 from events.group_commit import Append, Conflict, GroupCommitter, writer_for
 from events.requests import MissingBase, PackedMessages, RequestChain
+from events.stream_sql import StreamRows, stream_rows
 
 
 class ConcurrencyError(Exception):
@@ -486,71 +486,10 @@ class EventStore:
 
 _OPEN_ATTEMPTS = 8
 
-# (stream_id, after version or None, up to version or None) -> [(version, topic, state)]
-StreamRows = Callable[[str, "int | None", "int | None"], list[tuple[int, str, bytes]]]
-
-
-def stream_rows(backend: str, recorder: Any) -> StreamRows | None:
-    """A stream's stored events as plain tuples, by SQL on the recorder's table: the
-    library's `select_events` builds a dict row and a `StoredEvent` per event, which cost
-    as much as decoding ours (rehydrating a stream reads thousands). None: use the
-    recorder (the in-memory store)."""
-    if backend == "sqlite":
-        select = (
-            f"SELECT originator_version, topic, state FROM {recorder.events_table_name} WHERE originator_id=?"
-        )
-
-        def sqlite_rows(stream_id: str, gt: int | None, lte: int | None) -> list[tuple[int, str, bytes]]:
-            sql, params = _bounded(select, "?", stream_id, gt, lte)
-            with recorder.datastore.transaction(commit=False) as c:
-                cur = c.sqlite_cursor.connection.cursor()
-                cur.row_factory = None  # plain tuples
-                try:
-                    cur.execute(sql, params)
-                    return cur.fetchall()  # type: ignore[no-any-return]
-                finally:
-                    cur.close()
-
-        return sqlite_rows
-    if backend == "postgres":
-        from psycopg.rows import tuple_row  # lazily: only PostgreSQL needs the driver
-        from psycopg.sql import SQL, Identifier
-
-        table = SQL("{0}.{1}").format(Identifier(recorder.datastore.schema), Identifier(recorder.events_table_name))
-        selects: dict[tuple[bool, bool], Any] = {}
-
-        # As the library's recorder reads: a dropped connection is retried (the pool replaces it).
-        @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-        def postgres_rows(stream_id: str, gt: int | None, lte: int | None) -> list[tuple[int, str, bytes]]:
-            key = (gt is not None, lte is not None)
-            if key not in selects:
-                text, _ = _bounded("SELECT originator_version, topic, state FROM {0} WHERE originator_id = %s",
-                                   "%s", stream_id, gt, lte)
-                selects[key] = SQL(text).format(table)  # type: ignore[arg-type]
-            params = [stream_id, *(b for b in (gt, lte) if b is not None)]
-            with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
-                cur.execute(selects[key], params, prepare=True)
-                rows = cur.fetchall()
-            return [(v, t, b if b.__class__ is bytes else bytes(b)) for v, t, b in rows]
-
-        return postgres_rows
-    return None
-
 
 def _decoded(rows: list[tuple[int, str, bytes]], stream_id: str, resolve: Any) -> Iterator[Event]:
     for version, topic, state in rows:
         yield decode_event(topic, stream_id, version, state, resolve)
-
-
-def _bounded(select: str, mark: str, stream_id: str, gt: int | None, lte: int | None) -> tuple[str, list[Any]]:
-    sql, params = select, [stream_id]
-    if gt is not None:
-        sql += f" AND originator_version>{mark}"
-        params.append(gt)
-    if lte is not None:
-        sql += f" AND originator_version<={mark}"
-        params.append(lte)
-    return sql + " ORDER BY originator_version ASC", params
 
 
 def encode_append(

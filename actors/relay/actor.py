@@ -27,6 +27,7 @@ from typing import Any
 from actors.relay.recording import builder_stream, verifier_stream
 from actors.relay.scheduler import BuilderFinished, RelayState, VerifierFinished
 from actors.relay.session import Turns, relay_builder, relay_verifier, serve_relay
+from actors.runtime.actor_options import restartable
 from actors.runtime.client import Client
 from actors.runtime.settings import Settings
 from events.store import ConcurrencyError, EventStore
@@ -167,7 +168,7 @@ def _spawn(actor_class: type, name: str, args: tuple[Any, ...]) -> Any:
     while True:
         try:
             handle = (
-                ray.remote(actor_class).options(name=name, max_restarts=3, max_task_retries=3, num_cpus=0).remote(*args)
+                ray.remote(actor_class).options(**restartable(name=name, num_cpus=0)).remote(*args)
             )
         except ValueError:  # the name is taken
             try:

@@ -24,6 +24,7 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
+from actors.runtime.actor_options import restartable
 from actors.runtime.llm.local_server import LocalLlamaServer
 from actors.runtime.perform import tool_error_message
 from actors.runtime.placement import ray_options
@@ -295,14 +296,11 @@ class Client:
 
         concurrency = 2 if callable(getattr(actor_class, "stop", None)) else 1
         placed = ray_options(self.settings.placement, name)  # CHORUS_PLACEMENT: which nodes
-        # `serve` is retried until the actor answers again or is dead for good (its restarts
-        # spent), never a fixed number of times: until Ray notices a lost node, each call to
-        # an actor on it is refused at once and spends a retry, so 3 ran out before the
-        # actor restarted elsewhere and the run was failed while its actor came back. A
-        # retried `serve` resumes from the log and appends nothing twice.
+        # Restarted, and `serve` re-sent until the actor answers again (actor_options); a
+        # re-sent `serve` resumes from the log and appends nothing twice.
         actor = (
             ray.remote(actor_class)
-            .options(name=name, max_restarts=3, max_task_retries=-1, num_cpus=0, max_concurrency=concurrency, **placed)
+            .options(**restartable(name=name, num_cpus=0, max_concurrency=concurrency, **placed))
             .remote(*args)
         )
         return RunHandle(self, run_id, actor.serve.remote(*start), actor)

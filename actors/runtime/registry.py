@@ -27,6 +27,8 @@ from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, TypeVar
 
+from actors.runtime.actor_options import restartable
+
 T = TypeVar("T", bound=type)
 
 
@@ -134,7 +136,8 @@ class Registry:
         import ray  # lazily: the registry is imported by pure cores, which must not load Ray
 
         tool_cls = cls.tool_class(name, topic)
-        return ray.remote(max_restarts=3, max_task_retries=3)(tool_cls).remote(**config)
+        # Restarted, and a call cut off by its death re-sent, as every run actor (actor_options).
+        return ray.remote(tool_cls).options(**restartable()).remote(**config)
 
     @classmethod
     def get_llm(cls, name: str, **config: Any) -> Any:

@@ -5,6 +5,12 @@ results (pure: events in, sources out).
   successful read), merged per file.
 - Files a search listed that the answer names, by path or by file name, with the line range
   (`semantic_file_search`) or the line (`search_keyword`) the search showed.
+
+`semantic_file_search` prints its files as `N. path lines A-B` whichever ranking made them:
+`(similarity S)` after it for seed 003's HyDE, `(score S)` for the repository index's rankings
+(hybrid, the default; dense; lexical), nothing for the hybrid-HyDE fallback when HyDE ran.
+HyDE with five candidates or fewer lists them by occurrences (`N. path (K occurrences; line
+L: ...)`), read like `search_keyword`'s lines. Recorded runs keep whichever form they had.
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ from pathlib import PurePosixPath
 from typing import Any
 
 _READ = re.compile(r"^(?P<path>.+?), lines (?P<a>\d+)-(?P<b>\d+) of \d+:", re.MULTILINE)
-_RANKED = re.compile(r"^\d+\. (?P<path>\S+) lines (?P<a>\d+)-(?P<b>\d+) \(similarity", re.MULTILINE)
+_RANKED = re.compile(
+    r"^\d+\. (?P<path>\S+) lines (?P<a>\d+)-(?P<b>\d+)(?: \((?:similarity|score) [^)\n]*\))?[ \t]*$", re.MULTILINE
+)
 _LISTED = re.compile(r"^(?:\d+\. )?(?P<path>[^\s:]+)(?::| \()\s*\d+ .*?\bline (?P<line>\d+)", re.MULTILINE)
 
 

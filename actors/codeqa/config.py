@@ -2,7 +2,9 @@
 
 `SEMANTIC_SEARCH_CONFIG` and `CODE_READING_CONFIG` keep the seed's names and values; they are
 the two halves of `CodeQaConfig`, next to the few limits the seed states in prose (search
-returns the top 50 files, the orchestrator stops after 10 iterations). Override any of it:
+returns the top 50 files, the orchestrator stops after 10 iterations), and the ranking
+`semantic_file_search` uses (`semantic_search.ranking`: "hybrid" by default, see below).
+Override any of it:
 
 - from Python: `CodeQaConfig.load({"semantic_search": {"top_k_results": 3}})`, or pass a
   `CodeQaConfig` to a tool (`codeqa=...`) or to `hyde_ranker(..., config=...)`;
@@ -10,6 +12,16 @@ returns the top 50 files, the orchestrator stops after 10 iterations). Override 
   read when a tool is created, so set it before the run starts (on every node of a cluster).
 
 An unknown key or a wrong type is a `ConfigError` with one line saying which.
+
+`semantic_search.ranking` is how `semantic_file_search` ranks files. "hybrid" (the default):
+the repository index's BM25 and embedding rankings fused, no model call; the first search of
+a repository embeds all of it (later ones only changed files). "hyde": seed 003's pipeline,
+a hypothetical answer and its keywords from the model (two calls per search), then
+embeddings of the keyword candidates. "hybrid-hyde": hybrid, and HyDE too when hybrid's two
+sides disagree. "dense", "lexical": one side of the index alone. Hybrid is the default
+because it ranked better than HyDE on every set measured, at a fraction of the cost
+(BENCHMARKS.md, "HyDE against hybrid, and the fallback"). Choose HyDE with
+`CHORUS_CODEQA_CONFIG='{"semantic_search": {"ranking": "hyde"}}'`.
 """
 
 from __future__ import annotations
@@ -19,11 +31,14 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, model_validator
+from pydantic import BaseModel, ConfigDict, ValidationError, field_validator, model_validator
 
 from actors.runtime.settings import ConfigError
 
 ENV_VAR = "CHORUS_CODEQA_CONFIG"
+# semantic_file_search's rankings: the default first, then seed 003's HyDE, the fallback, and
+# the repository index's other two (`actors.index.hybrid.RANKINGS` holds dense, lexical, hybrid)
+SEMANTIC_RANKINGS = ("hybrid", "hyde", "hybrid-hyde", "dense", "lexical")
 
 
 class _Frozen(BaseModel):
@@ -31,6 +46,7 @@ class _Frozen(BaseModel):
 
 
 class SemanticSearchConfig(_Frozen):
+    ranking: str = "hybrid"  # semantic_file_search's ranking, one of SEMANTIC_RANKINGS
     chunk_size: int = 500  # tokens (all-MiniLM-L6-v2's WordPiece tokenizer)
     chunk_overlap: int = 100
     max_files_to_search: int = 50  # keyword candidates that get chunked and embedded
@@ -44,6 +60,13 @@ class SemanticSearchConfig(_Frozen):
     # A cap on the HyDE completion: the embedder (MiniLM) reads only its first 256 tokens, and
     # the small local model writes 1-5 tokens/s on 2 shared cores.
     hyde_max_tokens: int = 256
+
+    @field_validator("ranking")
+    @classmethod
+    def _known_ranking(cls, value: str) -> str:
+        if value not in SEMANTIC_RANKINGS:
+            raise ValueError(f"must be one of {', '.join(SEMANTIC_RANKINGS)}, not {value!r}")
+        return value
 
     @model_validator(mode="after")
     def _consistent(self) -> SemanticSearchConfig:

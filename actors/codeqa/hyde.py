@@ -1,4 +1,5 @@
-"""`semantic_file_search`'s pipeline (seed 003): HyDE → keywords → keyword candidates → few:
+"""Seed 003's `semantic_file_search` pipeline, the tool's `ranking="hyde"` (its default is
+now the repository index's hybrid search): HyDE → keywords → keyword candidates → few:
 return them; many: chunk, embed, rank by cosine similarity → top files with line ranges.
 
 1. HyDE: the model writes the code that would answer the question (a hypothetical answer).

@@ -4,28 +4,36 @@
     get_repo_documentation(repo)                   llms.txt, else README.md, always with the tree
     search_keyword(keyword, repo="")               files by occurrences, case-insensitive, top 50
     read_code(path, start_line=1, end_line=0)      numbered lines, at most 200 per call
-    semantic_file_search(query, repo="")           HyDE + embeddings: top 10 files with line ranges
-                                                   (or, made with ranking="hybrid", the repository
-                                                   index's hybrid search: BM25 + vectors, no LLM;
-                                                   ranking="hybrid-hyde": hybrid, and HyDE only
-                                                   when hybrid looks weak, `hyde.FallbackRule`)
+    semantic_file_search(query, repo="")           top 10 files with line ranges, by the
+                                                   repository index's hybrid search (BM25 +
+                                                   vectors fused, no LLM; the default), or by
+                                                   seed 003's HyDE + embeddings (ranking="hyde"),
+                                                   or ranking="hybrid-hyde": hybrid, and HyDE only
+                                                   when hybrid looks weak, `hyde.FallbackRule`
 
 Paths are relative to the repositories folder and start with the repository's name
 (`shop/src/billing.py`). A call the model got wrong (a path outside the folder, an unknown
 repository, a binary file, a line range past the end) raises `ToolInputError`, whose one
 line is the observation the model reads; the run goes on. Every limit comes from
-`CodeQaConfig` (seed 003's `SEMANTIC_SEARCH_CONFIG`, `CODE_READING_CONFIG`).
+`CodeQaConfig` (seed 003's `SEMANTIC_SEARCH_CONFIG`, `CODE_READING_CONFIG`), and so does
+semantic_file_search's ranking (`semantic_search.ranking`, "hybrid" unless configured).
+
+The hybrid ranking searches the repository index, which the first search of a repository
+builds: every text file chunked and embedded (MiniLM on the CPU; tens of seconds for a
+50-file package), logged as it goes on the `chorus.codeqa` logger and noted in that search's
+output. Later searches re-embed only changed files.
 """
 
 from __future__ import annotations
 
+import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from actors.codeqa.config import CodeQaConfig, SemanticSearchConfig
+from actors.codeqa.config import SEMANTIC_RANKINGS, CodeQaConfig, SemanticSearchConfig
 from actors.codeqa.hyde import (
     FALLBACK_RULE,
     Corpus,
@@ -38,8 +46,8 @@ from actors.codeqa.hyde import (
 )
 from actors.codeqa.occurrences import FileCount, keyword_terms, load_texts, rank_texts, relative_files
 from actors.codeqa.repos import directory_tree, find_documentation, list_repositories, repository, resolve_file
-from actors.index.hybrid import RANKINGS, HybridConfig, fuse_hits, search_index
-from actors.index.indexer import INDEX_HEADERS, index_repository
+from actors.index.hybrid import HybridConfig, fuse_hits, search_index
+from actors.index.indexer import INDEX_HEADERS, IndexReport, index_repository
 from actors.index.vectors import Hit, collection_for, open_index
 from actors.runtime.llm.types import LlmError
 from actors.runtime.registry import Registry, Tool
@@ -59,7 +67,7 @@ from actors.tools.paths import (
 )
 
 
-SEMANTIC_RANKINGS = ("hyde", "hybrid-hyde", *RANKINGS)  # semantic_file_search's `ranking` options
+log = logging.getLogger("chorus.codeqa")
 LINES_SHOWN = 15  # search_keyword shows the line itself for its best 15 files, the number for the rest
 
 
@@ -177,19 +185,27 @@ class ReadCode(_ReposTool):
 @Registry.register_tool("semantic_file_search")
 class SemanticFileSearch(_ReposTool):
     description = (
-        "For a question in words: the files most related to it, with line ranges, found from a "
-        "hypothetical answer (HyDE) and embeddings. Slower than search_keyword."
+        "For a question in words: the files most related to it, with line ranges, found by "
+        "meaning (embeddings) and by words (keyword ranking). Slower than search_keyword."
     )
     uses_context = True
 
     def __init__(
-        self, root: str, context: Any = None, ranking: str = "hyde", fallback: FallbackRule = FALLBACK_RULE, **config: Any
+        self,
+        root: str,
+        context: Any = None,
+        ranking: str | None = None,
+        fallback: FallbackRule = FALLBACK_RULE,
+        **config: Any,
     ) -> None:
         super().__init__(root=root, **config)
+        # None: the configured one (`semantic_search.ranking`, "hybrid" unless CHORUS_CODEQA_CONFIG
+        # says otherwise); "hyde" (seed 003), "hybrid-hyde" (hybrid, HyDE when it looks weak) or a
+        # ranking of the index
+        ranking = self.settings.semantic_search.ranking if ranking is None else ranking
         if ranking not in SEMANTIC_RANKINGS:
             raise ValueError(f"semantic_file_search ranking must be one of {', '.join(SEMANTIC_RANKINGS)}, not {ranking!r}")
         self.context = context
-        # "hyde" (seed 003), "hybrid-hyde" (hybrid, HyDE when it looks weak) or a ranking of the index
         self.ranking = ranking
         self.fallback = fallback
         self._vectors: dict[str, list[float]] = {}  # chunk text -> vector, for this tool's life
@@ -215,8 +231,9 @@ class SemanticFileSearch(_ReposTool):
                                        self.fallback, top)
             return format_fallback(found)
         if self.ranking != "hyde":
-            return format_index_hits(self.ranking, index_search(base, prefix, question, self.context, self.ranking,
-                                                                self.settings.semantic_search.max_results_with_lines))
+            reports: list[IndexReport] = []
+            hits = index_search(base, prefix, question, self.context, self.ranking, top, on_report=reports.append)
+            return format_index_hits(self.ranking, hits) + "".join(f"\n{indexed_note(r)}" for r in reports if r.files_embedded)
         corpus = Corpus(load_texts(base, base / prefix if prefix else None), _vectors=self._vectors)
         result = semantic_search(question, corpus, self.context, self.settings.semantic_search, under=prefix)
         return format_semantic(result)
@@ -258,7 +275,7 @@ def hybrid_hyde_search(
     with open_index(context.settings) as index:
         if refresh:  # only changed files are embedded again
             index_repository(str(folder), index=index, embed=context.embed, dim=context.embedder.dim,
-                             data_dir=data_dir, headers=INDEX_HEADERS)
+                             data_dir=data_dir, headers=INDEX_HEADERS, progress=_progress(folder))
         collection = collection_for(str(folder.resolve()), headers=INDEX_HEADERS)
         dense = search_index(index, collection, question, embed=context.embed, ranking="dense", limit=depth)
         lexical = search_index(index, collection, question, ranking="lexical", limit=depth)
@@ -303,21 +320,47 @@ def fallback_rank(
     return out
 
 
+def _progress(folder: Path) -> Callable[[str], None]:
+    def say(line: str) -> None:
+        log.info("semantic_file_search: indexing %s: %s", folder, line)
+
+    return say
+
+
+def indexed_note(report: IndexReport) -> str:
+    """The line a search adds when it had to embed files first (a repository's first search)."""
+    return (
+        f"(The repository index was refreshed first: {report.files_embedded} of {report.files} files "
+        f"embedded, {report.chunks_embedded} chunks, in {report.seconds:.0f} s.)"
+    )
+
+
 def _under(h: Hit, lead: str) -> Hit:
     return Hit(lead + h.path, h.start_line, h.end_line, h.text, h.language, h.score) if lead else h
 
 
-def index_search(base: Path, prefix: str, question: str, context: Any, ranking: str, top: int) -> list[Hit]:
+def index_search(
+    base: Path,
+    prefix: str,
+    question: str,
+    context: Any,
+    ranking: str,
+    top: int,
+    on_report: Callable[[IndexReport], None] | None = None,
+) -> list[Hit]:
     """The best chunk of each of the `top` best files for `question`, from the repository
-    index of `base/prefix` (refreshed first: only changed files are embedded again); paths
-    relative to `base`."""
+    index of `base/prefix` (refreshed first: only changed files are embedded again, all of
+    them the first time, with progress on the `chorus.codeqa` logger); paths relative to
+    `base`. `on_report` gets the refresh's `IndexReport`."""
     folder = base / prefix if prefix else base
     embedder = context.embedder
     settings = context.settings
     data_dir = Path(getattr(settings, "data_dir", None) or Path.home() / ".chorus")
     with open_index(settings) as index:
-        index_repository(str(folder), index=index, embed=context.embed, dim=embedder.dim, data_dir=data_dir,
-                         headers=INDEX_HEADERS)
+        report = index_repository(str(folder), index=index, embed=context.embed, dim=embedder.dim, data_dir=data_dir,
+                                  headers=INDEX_HEADERS, progress=_progress(folder))
+        if on_report is not None:
+            on_report(report)
         hits = search_index(index, collection_for(str(folder.resolve()), headers=INDEX_HEADERS), question,
                             embed=context.embed, ranking=ranking, limit=max(50, top * 5))
     best: dict[str, Hit] = {}

@@ -9,7 +9,7 @@ import pytest
 from actors import Client
 from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.settings import Settings
-from tests.support.ray_env import worker_path
+from tests.support.ray_env import worker_env, worker_path
 
 
 @pytest.fixture
@@ -19,13 +19,14 @@ def ray_local():
 
     worker_path()
     if not ray.is_initialized():
-        ray.init(
-            address="local",  # never join a `ray start` cluster that runs on this machine
-            num_cpus=2,
-            include_dashboard=False,
-            logging_level=logging.WARNING,
-            namespace="chorus-tests",
-        )
+        with worker_env():  # the workers' semantic_file_search plays HyDE with the scripted model
+            ray.init(
+                address="local",  # never join a `ray start` cluster that runs on this machine
+                num_cpus=2,
+                include_dashboard=False,
+                logging_level=logging.WARNING,
+                namespace="chorus-tests",
+            )
     return ray
 
 

@@ -1,6 +1,8 @@
 """A code question through the runtime on a real local Ray and SQLite file, with a scripted
 model: the orchestrator and its five tools as Ray actors, the tool's own model calls
-recorded in its stream, the CLI's rendering of the run, and replay of it."""
+recorded in its stream, the CLI's rendering of the run, and replay of it. The tool runs
+seed 003's HyDE here (the test Ray instance's workers choose it: tests/support/ray_env.py),
+which the scripted model plays; the default ranking, hybrid, is test_codeqa_hybrid_default's."""
 
 from __future__ import annotations
 

@@ -9,13 +9,14 @@ import json
 
 import pytest
 
-from actors.codeqa.config import SEMANTIC_SEARCH_CONFIG
+from actors.codeqa.config import SEMANTIC_SEARCH_CONFIG, CodeQaConfig, SemanticSearchConfig
 from actors.codeqa.hyde import FALLBACK_RULE, Corpus, FallbackRule, file_order, fuse_files, hyde_reason, semantic_search
 from actors.codeqa.tools import SEMANTIC_RANKINGS, FallbackResult, SemanticFileSearch, fallback_rank, format_fallback
-from actors.index.hybrid import HybridConfig, fuse_hits
+from actors.index.hybrid import RANKINGS, HybridConfig, fuse_hits
 from actors.index.vectors import Hit
 from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.llm.types import LlmError
+from actors.runtime.settings import ConfigError
 from actors.runtime.tool_context import ToolContext
 
 CODE = {
@@ -130,10 +131,23 @@ def test_a_failed_hyde_call_keeps_the_hybrid_order_and_says_so() -> None:
 def test_the_tool_validates_its_ranking_option(tmp_path) -> None:
     for ranking in SEMANTIC_RANKINGS:
         assert SemanticFileSearch(root=str(tmp_path), ranking=ranking).ranking == ranking
-    assert {"hyde", "hybrid-hyde", "hybrid", "dense", "lexical"} == set(SEMANTIC_RANKINGS)
-    with pytest.raises(ValueError, match="ranking must be one of hyde, hybrid-hyde, dense, lexical, hybrid, not 'hyde-hybrid'"):
+    assert {"hyde", "hybrid-hyde", "hybrid", "dense", "lexical"} == set(SEMANTIC_RANKINGS) == {"hyde", "hybrid-hyde", *RANKINGS}
+    with pytest.raises(ValueError, match="ranking must be one of hybrid, hyde, hybrid-hyde, dense, lexical, not 'hyde-hybrid'"):
         SemanticFileSearch(root=str(tmp_path), ranking="hyde-hybrid")
     assert SemanticFileSearch(root=str(tmp_path), ranking="hybrid-hyde").fallback == FALLBACK_RULE
+
+
+def test_hybrid_is_the_default_ranking_and_the_configuration_chooses_another(tmp_path, monkeypatch) -> None:
+    monkeypatch.delenv("CHORUS_CODEQA_CONFIG", raising=False)
+    assert SemanticSearchConfig().ranking == "hybrid" == SEMANTIC_RANKINGS[0]
+    assert SemanticFileSearch(root=str(tmp_path)).ranking == "hybrid"
+    monkeypatch.setenv("CHORUS_CODEQA_CONFIG", '{"semantic_search": {"ranking": "hyde"}}')
+    assert SemanticFileSearch(root=str(tmp_path)).ranking == "hyde"  # read when the tool is made
+    assert SemanticFileSearch(root=str(tmp_path), ranking="dense").ranking == "dense"  # the argument wins
+    chosen = SemanticFileSearch(root=str(tmp_path), codeqa={"semantic_search": {"ranking": "hybrid-hyde"}})
+    assert chosen.ranking == "hybrid-hyde"
+    with pytest.raises(ConfigError, match="semantic_search.ranking: Value error, must be one of hybrid, hyde, hybrid-hyde, dense, lexical, not 'bm25'"):
+        CodeQaConfig.load({"semantic_search": {"ranking": "bm25"}}, env={})
 
 
 def test_the_evaluation_offers_the_fallback_and_reports_how_often_hyde_ran() -> None:

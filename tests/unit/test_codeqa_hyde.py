@@ -252,7 +252,7 @@ def test_rank_files_keeps_each_files_best_chunk_by_cosine() -> None:
 
 def test_the_tool_prints_ranked_files_with_line_ranges(vault: Path) -> None:
     ctx, _ = context([HYDE, keywords(GOOD)])
-    out = SemanticFileSearch(root=str(vault), context=ctx).execute(query="How is data encrypted?")
+    out = SemanticFileSearch(root=str(vault), context=ctx, ranking="hyde").execute(query="How is data encrypted?")
     lines = out.splitlines()
     assert lines[0] == "Keywords from a hypothetical answer: " + ", ".join(GOOD)
     assert lines[1] == "7 files contain them; the top 7 by occurrences, cut into 7 chunks, ranked by similarity to the hypothetical answer:"
@@ -262,12 +262,12 @@ def test_the_tool_prints_ranked_files_with_line_ranges(vault: Path) -> None:
 
 def test_the_tool_says_when_nothing_matches_and_refuses_bad_input(vault: Path) -> None:
     ctx, _ = context([HYDE, keywords(["zzzz", "qqqq", "wwww", "xxxx", "yyyy", "vvvv", "uuuu", "tttt"])])
-    out = SemanticFileSearch(root=str(vault), context=ctx).execute(query="anything")
+    out = SemanticFileSearch(root=str(vault), context=ctx, ranking="hyde").execute(query="anything")
     assert out.splitlines()[1] == "No file contains any of them. Try search_keyword with a word from the question."
     with pytest.raises(ToolInputError, match="semantic_file_search needs a query"):
-        SemanticFileSearch(root=str(vault), context=ctx).execute(query=" ")
+        SemanticFileSearch(root=str(vault), context=ctx, ranking="hyde").execute(query=" ")
     with pytest.raises(ToolInputError, match="^Refused: "):
-        SemanticFileSearch(root=str(vault), context=ctx).execute(query="q", repo="../elsewhere")
+        SemanticFileSearch(root=str(vault), context=ctx, ranking="hyde").execute(query="q", repo="../elsewhere")
     assert SemanticFileSearch.uses_context is True
 
 

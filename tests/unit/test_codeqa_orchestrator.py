@@ -106,7 +106,7 @@ def run_orchestrator(tmp_path: Path, script) -> tuple[object, list, EventStore]:
     provider = ScriptedProvider(script)
     context = ToolContext.local(provider, tool="semantic_file_search")
     tools = {c.name: c(root=str(repos)) for c in CLASSES[:-1]}
-    tools["semantic_file_search"] = SemanticFileSearch(root=str(repos), context=context)
+    tools["semantic_file_search"] = SemanticFileSearch(root=str(repos), context=context, ranking="hyde")  # the script plays HyDE
     state = drive(shell, LiveEffects(LlmGateway(provider), local_invoker(tools)))
     return state, store.read_stream("agent:q"), store
 

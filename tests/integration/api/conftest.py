@@ -22,7 +22,7 @@ from actors.runtime.client import Client
 from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.settings import Settings
 from tests.support import fake_llm
-from tests.support.ray_env import worker_path
+from tests.support.ray_env import worker_env, worker_path
 
 TOKENS = {"r-token": "read", "o-token": "operate", "a-token": "admin"}
 BEARER = {scope: {"Authorization": f"Bearer {tok}"} for tok, scope in TOKENS.items()}
@@ -34,7 +34,8 @@ def ray_module():
 
     worker_path()
     if not ray.is_initialized():
-        ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, namespace="chorus-tests")
+        with worker_env():  # the same workers as tests/integration/conftest.py's
+            ray.init(address="local", num_cpus=2, include_dashboard=False, logging_level=logging.WARNING, namespace="chorus-tests")
     return ray
 
 

@@ -37,6 +37,11 @@ class AgentStarted(Event):
     # refused answer, and shows them as its own notes (not as the model's steps); the model's own
     # lookups are capped. False for runs recorded before, so they replay as they ran.
     lookups: bool = False
+    # The revision of the grounded agent's rules the run started with (0 for runs recorded
+    # before revisions existed, so they replay as they ran). 1: after an opening lookup that
+    # found the named definition, the model's first step may only be the answer (a "not found"
+    # there sends it on searching).
+    rules: int = 0
 
 
 @event_type("StepDecided")

@@ -119,19 +119,27 @@ def _same_file(a: str, b: str) -> bool:
     return a == b or a.endswith("/" + b) or b.endswith("/" + a)
 
 
-def ground(shown: Mapping[str, Mapping[int, str]], cite: Citation, *, strict: bool = False) -> Grounded | str:
+def ground(
+    shown: Mapping[str, Mapping[int, str]], cite: Citation, *, strict: bool = False, relocate: bool = False
+) -> Grounded | str:
     """The citation checked against the shown lines, or why it is refused (for the model).
     `strict` (runs with the agent's own lookups): a quote that runs on past a shown line
     naming a definition (`def take_snapshot(` quoted with the signature the model imagined)
-    is grounded at that line."""
+    is grounded at that line. `relocate` (rule revision 1): a quote that is not in the cited
+    file but is in exactly one file the tools showed is grounded there (the path was wrong,
+    the line is real), and single and double quotes are the same."""
     q_lines = [norm(x) for x in cite.quote.splitlines() if norm(x)]
     if not q_lines or len("".join(q_lines)) < 3:
         return "Your quote is empty. Copy the line that states the answer exactly as an observation shows it."
     first = q_lines[0].strip("`'\" ").lower()
+    if relocate:  # 'x' quoted as "x": the same line
+        first = first.replace('"', "'")
     places: list[tuple[str, int, str]] = []
     for path, lines in shown.items():
         for n, text in lines.items():
             t = norm(text).lower()
+            if relocate:
+                t = t.replace('"', "'")
             within = len(t) >= 20 or (strict and len(t) >= 10 and re.match(r"(async )?(def|class) \w{4,}", t))
             if first and (first in t or (within and t in first)):
                 places.append((path, n, text))
@@ -139,7 +147,7 @@ def ground(shown: Mapping[str, Mapping[int, str]], cite: Citation, *, strict: bo
     if here:
         path, n, text = min(here, key=lambda p: abs(p[1] - cite.line))
         return Grounded(path, n, q_lines[0], text.strip())
-    if places and not any(_same_file(p, cite.path) for p in shown) and len({p[0] for p in places}) == 1:
+    if places and (relocate or not any(_same_file(p, cite.path) for p in shown)) and len({p[0] for p in places}) == 1:
         # a file no tool showed (a mistyped path): the one file that shows the quote is the source
         path, n, text = places[0]
         return Grounded(path, n, q_lines[0], text.strip())
@@ -399,6 +407,12 @@ def pointer_lines(question: str, observation: str, limit: int = 3) -> list[str]:
     return [line for _, _, line in sorted(scored)[:limit]]
 
 
+def shows_a_value(question: str, observation: str) -> bool:
+    """Whether a definition shows a line that may state the value a question asks for: one of
+    its `pointer_lines` holding a literal (a number, a string, True/False/None)."""
+    return any(_LITERAL.search(line.split(": ", 1)[-1]) for line in pointer_lines(question, observation))
+
+
 def class_lines(shown: Mapping[str, Mapping[int, str]]) -> dict[str, tuple[str, ...]]:
     """class → its bases, from every `class Name(Bases):` line the tools showed."""
     out: dict[str, tuple[str, ...]] = {}
@@ -484,6 +498,19 @@ def through_names(question: str, answer: str, quote: Grounded, shown: Mapping[st
 _DEFINED_AT = re.compile(r"^(?P<what>.+?) is defined in (?P<path>\S+) line (?P<n>\d+)\b")
 
 
+def in_prose(lines: Mapping[int, str], n: int) -> bool:
+    """Whether shown line `n` is prose, not code: a comment, or a line inside (or opening) a
+    triple-quoted string, judged from the shown lines just above it (back to a gap)."""
+    text = lines.get(n, "").strip()
+    if text.startswith("#") or re.match(r"[rbuf]?(\"\"\"|\'\'\')", text):
+        return True
+    first = n
+    while first - 1 in lines:
+        first -= 1
+    quotes = sum(len(re.findall(r"\"\"\"|\'\'\'", lines[k])) for k in range(first, n))
+    return quotes % 2 == 1
+
+
 def _header_cited(cite: Citation) -> Citation:
     """A quote of find_definition's header ("class X(Base) is defined in x.py line 7"): the
     line it names, quoted as the definition's own first line."""
@@ -501,14 +528,31 @@ class Verdict:
     observation: str = ""  # why it was refused, for the model
     read: tuple[str, int] | None = None  # (path, start_line): the definition to read next
     find: str | None = None  # a name whose definition to look up next
+    follow: bool = True  # whether the agent may look up a name of the answer next (False: what to quote is in view)
 
 
-_SPAN = re.compile(r"^(?P<path>[^\s,][^,\n]*?), (?:outline of [^,\n]+, )?lines (?P<a>\d+)-(?P<b>\d+) of \d+", re.M)
+# (an override's lines shown under a method, `… of N (override C.m):`, are not the method's own)
+_SPAN = re.compile(r"^(?P<path>[^\s,][^,\n]*?), (?:outline of [^,\n]+, )?lines (?P<a>\d+)-(?P<b>\d+) of \d+(?!\d| \(override)", re.M)
 
 
 def spans(observation: str) -> list[tuple[str, int, int]]:
     """(path, first, last line) of each definition a find_definition observation shows."""
     return [(m["path"].strip(), int(m["a"]), int(m["b"])) for m in _SPAN.finditer(observation)]
+
+
+_OVERRIDE_SPAN = re.compile(
+    r"^(?P<path>[^\s,][^,\n]*?), lines (?P<a>\d+)-(?P<b>\d+) of \d+ \(override (?P<owner>[\w.]+)\):$", re.M
+)
+
+
+def override_owner(observations: Iterable[str], cite: Grounded) -> str | None:
+    """The class whose override of a method find_definition showed at the cited line (its
+    `… (override Class.method):` header), or None."""
+    for obs in observations:
+        for m in _OVERRIDE_SPAN.finditer(str(obs or "")):
+            if _same_file(m["path"], cite.path) and int(m["a"]) <= cite.line <= int(m["b"]):
+                return m["owner"].rpartition(".")[0] or None
+    return None
 
 
 def outside(cite: Grounded, scope: Iterable[tuple[str, int, int]]) -> tuple[str, int, int] | None:
@@ -522,11 +566,13 @@ def outside(cite: Grounded, scope: Iterable[tuple[str, int, int]]) -> tuple[str,
 
 def check_answer(
     question: str, answer: str, args: Mapping[str, Any], observations: Iterable[str], *, forced: bool = False,
-    strict: bool = False, scope: Iterable[tuple[str, int, int]] = (),
+    strict: bool = False, scope: Iterable[tuple[str, int, int]] = (), rules: int = 0,
 ) -> Verdict:
     """Accept a grounded, verified answer (with its evidence line), a plain "not found", or
     refuse with a note. `forced` (the last step): a refusal becomes "not found", with the
-    unchecked answer named as such."""
+    unchecked answer named as such. `rules` is the run's rule revision (AgentStarted.rules):
+    from 1, a quote in the wrong file is grounded where it is, a value is quoted from code
+    (not a docstring or comment), and an override is quoted by the overriding `def` line."""
     text = answer.strip()
     if is_not_found(text):
         return Verdict(text if text.lower().startswith("not found") else f"{NOT_FOUND}. {text}")
@@ -539,10 +585,29 @@ def check_answer(
             f'exactly from an observation), or answer "{NOT_FOUND}".'
         )
         return _refused(why, text, forced)
+    observations = list(observations)
     shown = shown_lines(observations)
-    checked = ground(shown, cite, strict=strict)
+    checked = ground(shown, cite, strict=strict, relocate=rules >= 1)
     if isinstance(checked, str):
         return _refused(checked, text, forced)
+    ask = ask_of(question)
+    if rules >= 1 and ask == "value" and in_prose(next((ls for p, ls in shown.items() if p == checked.path), {}), checked.line):
+        why = (
+            f"Your quote {checked.path}:{checked.line} is from a docstring or a comment, which describes the code. "
+            "Quote the line of code that sets or returns the value."
+        )
+        return _stay(_refused(why, text, forced))
+    if rules >= 1 and ask == "override":
+        member = (question_name(question) or "").rpartition(".")[2]
+        inside = override_owner(observations, checked) is not None
+        if member and not inside and not re.search(rf"\bdef\s+{re.escape(member)}\b", checked.text):
+            why = (
+                f"The question asks which class overrides {member}, and your quote is not a line of an override of it. "
+                f"Quote the `def {member}(` line of the override (find_definition of the method shows its overrides)."
+            )
+            shown_overrides = any(_OVERRIDE_SPAN.search(str(o or "")) for o in observations)
+            refused = _refused(why, text, forced)
+            return _stay(refused) if shown_overrides else refused
     away = outside(checked, scope) if strict and ask_of(question) == "value" else None
     if away is not None:  # a value asked of a named definition is read from that definition
         path, a, b = away
@@ -565,7 +630,16 @@ def check_answer(
         if forced:
             return _refused(why, text, forced)
         return Verdict(None, why, find=f"{cls}.{member}" if cls and member else None)
+    owner = override_owner(observations, checked) if strict and ask == "override" else None
+    if owner and not re.search(rf"(?<![\w.]){re.escape(owner.split('.')[-1])}(?!\w)", _without_citations(text)):
+        why = (
+            f"Your quote {checked.path}:{checked.line} is in {owner}'s override, and your answer does not name "
+            f"{owner}. Answer with the class whose override you quote."
+        )
+        return _stay(_refused(why, text, forced))
     wrong = mismatch(question, text, checked.text, class_lines(shown), strict=strict)
+    if rules >= 1 and owner:  # a line of the override the answer names: its `def` line is not needed
+        wrong = None
     if wrong is not None and strict and ask_of(question) == "value":
         resolved = through_names(question, text, checked, shown)
         if resolved is not None:  # the quote uses a name; the line setting that name holds the value
@@ -576,6 +650,11 @@ def check_answer(
     if norm(checked.text) in norm(text) and f"{checked.line}" in text:
         return Verdict(text)
     return Verdict(f"{text}\n\nEvidence: {evidence}")
+
+
+def _stay(verdict: Verdict) -> Verdict:
+    """A refusal after which the agent looks nothing up: what to quote is already in view."""
+    return Verdict(verdict.answer, verdict.observation, follow=False)
 
 
 def _refused(why: str, text: str, forced: bool) -> Verdict:

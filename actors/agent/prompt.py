@@ -288,6 +288,13 @@ def iteration_note(iteration: int, max_iterations: int) -> str:
     )
 
 
+ANSWER_FIRST_NOTE = (
+    "Step 1 of {max}. Answer now from the definition above: give source (path:LINE) and quote "
+    "the line of it that states the answer, copied exactly. If none of its lines states it, "
+    'answer "Not found in the code" and you will search next.'
+)
+
+
 def found_nothing(observation: str) -> bool:
     """A lookup that found no definition (the agent's own such lookup is not shown)."""
     return observation.lstrip().startswith("No definition named")
@@ -334,6 +341,7 @@ def build_messages(
     system: str | None = None,
     note: Callable[[int, int], str] | None = None,
     grounded: bool = False,
+    answer_first: bool = False,
 ) -> list[dict[str, str]]:
     """OpenAI chat messages asking for step `iteration` (1-based) of at most `max_iterations`.
 
@@ -344,7 +352,8 @@ def build_messages(
     At most `MAX_CONDENSED` condensed lines are shown, so a prompt stays bounded however
     long the run; `earlier_steps` counts steps before `history` that the caller dropped.
     `system` replaces the system prompt and `note` the closing line (`iteration_note`), for an
-    agent with other tools. `grounded` asks for answers that quote their line.
+    agent with other tools. `grounded` asks for answers that quote their line. `answer_first`
+    (the step after the agent's opening lookup) asks for the answer from the definition shown.
     """
     keep_last = max(0, keep_last)
     split = max(0, len(history) - keep_last)
@@ -372,6 +381,8 @@ def build_messages(
 
     last_role, last_text = turns[-1]
     closing = (note or iteration_note)(max_iterations if force_answer else iteration, max_iterations)
+    if answer_first:
+        closing = ANSWER_FIRST_NOTE.format(max=max_iterations)
     turns[-1] = (last_role, f"{last_text}\n\n{closing}")
 
     messages = [{"role": "system", "content": system if system is not None else system_prompt(tools, grounded)}]

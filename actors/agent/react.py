@@ -15,7 +15,15 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from actors.agent.evidence import check_answer, lookup_name, question_name, spans
+from actors.agent.evidence import (
+    ask_of,
+    check_answer,
+    is_not_found,
+    lookup_name,
+    question_name,
+    shows_a_value,
+    spans,
+)
 from actors.agent.policy import REPEAT_MARK, format_observation, is_repeat, repeat_observation, wrap_answer
 from actors.agent.parsing import parse_step
 from actors.agent.prompt import MAX_CONDENSED, AgentStep, HistoryItem, StepProblem, build_messages, step_schema
@@ -65,6 +73,7 @@ class AgentState(State):
     budget: Budget = Budget()
     grounded: bool = False
     lookups: bool = False
+    rules: int = 0
     history: list[HistoryItem] = []  # the most recent HISTORY_KEPT steps
     steps_dropped: int = 0  # older steps, no longer in the state
     pending: PendingStep | None = None
@@ -102,6 +111,7 @@ class StartAgent(Command):
     budget: Budget = Budget()
     grounded: bool = False
     lookups: bool = False
+    rules: int = 0
 
 
 # The agent's own limits (its counters, checked in `next_effect`) end a run as "budget_exceeded";
@@ -171,6 +181,29 @@ def named_scope(state: AgentState) -> list[tuple[str, int, int]]:
     return spans(first.observation) if first is not None else []
 
 
+RULES = 1  # the rule revision new grounded runs with lookups start with (AgentStarted.rules)
+ANSWER_FIRST_ASKS = ("value", "base", "override", "name", "any")  # a message is raised elsewhere
+NOT_IN_DEFINITION = (
+    "The definition does not show it, then. Search for it now: search_files with a name or a word "
+    "from the goal, or find_definition of another name you saw."
+)
+
+
+def answer_first(state: AgentState) -> bool:
+    """Whether the model's next step may only be the answer: its first step, right after the
+    agent's opening lookup found the definition the question names (rules ≥ 1). Not for a
+    question asking for a message (raised elsewhere than its class's definition), nor for a
+    value the definition shows no likely line for."""
+    if state.rules < 1 or state.iteration > 0 or len(state.history) != 1:
+        return False
+    first, question = state.history[0], question_of(state.goal)
+    if not (first.auto and first.thought.startswith(OPENING)) or first.observation.startswith(NO_DEFINITION):
+        return False
+    ask = ask_of(question)
+    # a value: only when a line of the definition may state it (else the model would pick any number)
+    return ask in ANSWER_FIRST_ASKS and (ask != "value" or shows_a_value(question, first.observation))
+
+
 def own_lookups(state: AgentState) -> int:
     """The definitions the model itself asked for (the agent's own lookups aside)."""
     return sum(1 for h in state.history if h.action == FIND_DEFINITION and not h.auto)
@@ -226,6 +259,9 @@ def next_effect(state: AgentState, prompt: Callable[..., list[dict[str, str]]] |
     # The same thought twice in a row means the model is going round: answer now too.
     last = must_answer(state)
     grounded = {"grounded": True} if state.grounded else {}  # runs from before grounding: their prompt
+    first = answer_first(state)
+    if first:  # runs from before rule revision 1: their prompt
+        grounded["answer_first"] = True
     messages = (prompt or build_messages)(
         state.goal,
         tools,
@@ -241,7 +277,7 @@ def next_effect(state: AgentState, prompt: Callable[..., list[dict[str, str]]] |
         messages=messages,
         params=state.params,
         # On the last iteration the grammar only allows "answer".
-        response_schema=step_schema([] if last else state.tool_names),
+        response_schema=step_schema([] if last or first else state.tool_names),
     )
     return CallLlm(request=request, call_index=state.llm_calls + 1)
 
@@ -287,6 +323,7 @@ class ReactAgent(Behaviour[AgentState]):
             raise ValueError("the react agent takes no repository; use agent='researcher'")
         kw.setdefault("grounded", reads_code(tools))
         kw.setdefault("lookups", bool(kw["grounded"]) and FIND_DEFINITION in [t.name for t in tools])
+        kw.setdefault("rules", RULES if kw["lookups"] else 0)
         return StartAgent(key="start", goal=goal, root=root, tools=tools, **kw)
 
     def start_command(self, started: AgentStarted, key: str = "start") -> StartAgent:
@@ -307,6 +344,7 @@ class ReactAgent(Behaviour[AgentState]):
                 budget=command.budget,
                 grounded=command.grounded,
                 lookups=command.lookups,
+                rules=command.rules,
             )
             first = opening_lookup(command.goal, [t.name for t in command.tools]) if command.lookups else None
             return [started] if first is None else [started, first]
@@ -352,14 +390,16 @@ class ReactAgent(Behaviour[AgentState]):
             refused = self.refuse_answer(state) if text else None
             if text and refused is None and state.grounded and not looked(state) and not must_answer(state):
                 refused = NOT_LOOKED
-            checked, read_next = False, None
+            if text and refused is None and answer_first(state) and is_not_found(text):
+                refused = NOT_IN_DEFINITION  # asked to answer first: "not found" there means search on
+            checked, read_next, follow = False, None, True
             if text and refused is None and state.grounded:
                 verdict = check_answer(
                     question_of(state.goal), text, step.args, [h.observation for h in state.history], forced=must_answer(state),
-                    strict=state.lookups, scope=named_scope(state),
+                    strict=state.lookups, scope=named_scope(state), rules=state.rules,
                 )
                 text, refused, checked = verdict.answer or text, verdict.observation or None, True
-                read_next = verdict.read or verdict.find
+                read_next, follow = verdict.read or verdict.find, verdict.follow
             if text and refused is None:
                 return out + [AnswerGiven(iteration=iteration, thought=step.thought, answer=wrap_answer(text))]
             out.append(
@@ -372,7 +412,7 @@ class ReactAgent(Behaviour[AgentState]):
                     observation=refused or 'Your answer was empty. Give the answer as {"answer": "..."} in args.',
                 )
             )
-            read = self._read_the_definition(state, text, iteration, read_next) if checked else None
+            read = self._read_the_definition(state, text, iteration, read_next) if checked and follow else None
             if read is not None:  # the check failed: the agent reads the definition it needs, no model call
                 out.append(read)
         elif state.lookups and step.action == FIND_DEFINITION and own_lookups(state) >= MAX_LOOKUPS:
@@ -462,6 +502,7 @@ class ReactAgent(Behaviour[AgentState]):
                 budget=event.budget,
                 grounded=event.grounded,
                 lookups=event.lookups,
+                rules=event.rules,
                 started_at=event.timestamp,
             )
         elif isinstance(event, (LlmCompleted, LlmFailed)):

@@ -30,7 +30,7 @@ from actors.simulation.perception_policy import PerceptionPolicy
 from actors.simulation.snapshot import SimulationSnapshot, migrate
 from actors.simulation.streams import director_stream, synth_stream, world_stream
 from actors.simulation.synth import SynthState
-from actors.simulation.world import World, apply, fold
+from actors.simulation.world import World, apply
 from events.base import Event
 from events.simulation import PatchCommitted, StimulusQueued, SynthCreated, SynthPatched, WorldCreated
 from events.store import EventStore, Recorded

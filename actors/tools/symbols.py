@@ -323,6 +323,7 @@ def render(index: SymbolIndex, matches: Sequence[Match], sources: Mapping[str, S
     out: list[str] = []
     for m in matches:
         out += _render_one(index, m, sources.get(m.definition.path, ()))
+        out += _overrides_shown(index, m.definition, sources)
         out.append("")
     return "\n".join(out).rstrip()
 
@@ -379,6 +380,27 @@ def _outline(index: SymbolIndex, d: Definition, lines: Sequence[str]) -> list[st
     if len(numbers) > len(shown):
         body.append(f"({len(numbers) - len(shown)} more member lines; find_definition('{d.qualname}.NAME') or read_file for them)")
     return body
+
+
+MAX_OVERRIDES_SHOWN = 3  # a method's overrides whose first lines are shown under it
+OVERRIDE_LINES = 8
+
+
+def _overrides_shown(index: SymbolIndex, d: Definition, sources: Mapping[str, Sequence[str]]) -> list[str]:
+    """The first lines of a method's overrides (at most `MAX_OVERRIDES_SHOWN`), each under a
+    header `path, lines A-B of N (override Class.method):`, so a question about which subclass
+    overrides it, and how, can be answered from one lookup."""
+    out: list[str] = []
+    for o in index.overrides(d)[:MAX_OVERRIDES_SHOWN]:
+        lines = sources.get(o.path, ())
+        if not lines or o.line > len(lines):
+            continue
+        end = min(o.end_line, len(lines), o.line + OVERRIDE_LINES - 1)
+        out.append(f"{o.path}, lines {o.line}-{end} of {len(lines)} (override {o.qualname}):")
+        out += _numbered(lines, range(o.line, end + 1))
+    if out:
+        out.append("")
+    return out
 
 
 def _numbered(lines: Sequence[str], numbers: Iterable[int]) -> list[str]:

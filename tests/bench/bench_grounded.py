@@ -18,7 +18,7 @@ Systems, all against the same llama.cpp server, in one run:
                 its own two tools (grep and read, written here): no Chorus code at all
 
     .venv/bin/python tests/bench/bench_grounded.py [--set easy|hard|both] [--systems after,before,bare]
-        [--questions N] [--max-iterations 10] [--out FILE.md]
+        [--questions N | --pick 3,7] [--max-iterations 10] [--out FILE.md]
 """
 
 from __future__ import annotations
@@ -140,6 +140,7 @@ def main() -> int:
     ap.add_argument("--set", choices=("easy", "hard", "both"), default="both")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--questions", type=int, default=0, help="only the first N questions of each set")
+    ap.add_argument("--pick", default="", help="only these questions of each set, by number (1-based): e.g. 3,7")
     ap.add_argument("--max-iterations", type=int, default=10)
     ap.add_argument("--out", type=Path, help="also write the tables (markdown) here")
     ap.add_argument("--json", type=Path, help="also write every answer (JSON) here")
@@ -184,6 +185,8 @@ def main() -> int:
             questions = json.loads(SETS[set_name].read_text())["questions"]
             if args.questions:
                 questions = questions[: args.questions]
+            if args.pick:
+                questions = [questions[int(n) - 1] for n in args.pick.split(",") if 0 < int(n) <= len(questions)]
             for i, q in enumerate(questions):
                 order = systems if i % 2 == 0 else list(reversed(systems))  # llama.cpp's prefix cache favours the second
                 for system in order:

@@ -65,7 +65,7 @@ def main() -> None:
     index_s = statistics.median(t["index"] for t, _ in rows)
     reindex_s = statistics.median(t["reindex"] for t, _ in rows)
     print()
-    print(f"| repository | files | chunks | index time | files/s | chunks/s | speed vs embedding alone | unchanged re-index |")
+    print("| repository | files | chunks | index time | files/s | chunks/s | speed vs embedding alone | unchanged re-index |")
     print("|---|---|---|---|---|---|---|---|")
     print(
         f"| eventsourcing {version('eventsourcing')} | {report.files} | {report.chunks} | {index_s:.1f}s | "

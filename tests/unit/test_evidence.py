@@ -13,7 +13,10 @@ from actors.agent.evidence import (
     ground,
     lookup_name,
     mismatch,
+    in_prose,
+    override_owner,
     shown_lines,
+    spans,
 )
 
 READ = """pkg/config.py, lines 10-14 of 40:
@@ -259,3 +262,81 @@ def test_in_strict_runs_a_one_word_class_name_must_be_in_its_quote() -> None:
     assert mismatch(q, answer, "return self.factory.process_recorder()") is None  # runs recorded before
     assert "`Projection`" in (mismatch(q, answer, "return self.factory.process_recorder()", strict=True) or "")
     assert mismatch(q, "Runner does it.", "class Runner(Thread):", strict=True) is None
+
+
+LOOKUP_WITH_OVERRIDES = """method Store.read is defined in pkg/base.py line 20 (in Store).
+Overridden in: SqlStore.read (pkg/sql.py:9), MemoryStore.read (pkg/memory.py:4).
+pkg/base.py, lines 20-21 of 28:
+20:     def read(self, key):
+21:         return self.path + key
+pkg/sql.py, lines 9-10 of 170 (override SqlStore.read):
+ 9:     def read(self, key):
+10:         raise ConflictError(key)
+pkg/memory.py, lines 4-5 of 5 (override MemoryStore.read):
+4:     def read(self, key):
+5:         return self.rows[key]"""
+
+
+def test_a_methods_own_span_is_its_scope_and_its_overrides_lines_are_shown_but_not_its_scope() -> None:
+    assert spans(LOOKUP_WITH_OVERRIDES) == [("pkg/base.py", 20, 21)]
+    shown = shown_lines([LOOKUP_WITH_OVERRIDES])
+    assert shown["pkg/sql.py"][10] == "        raise ConflictError(key)"
+    assert override_owner([LOOKUP_WITH_OVERRIDES], Grounded("pkg/memory.py", 4, "def read(self, key):", "")) == "MemoryStore"
+    assert override_owner([LOOKUP_WITH_OVERRIDES], Grounded("pkg/base.py", 20, "def read(self, key):", "")) is None
+
+
+def test_an_override_answer_must_name_the_class_whose_def_line_it_quotes() -> None:
+    question = "Which class overrides Store.read so that a missing row raises an error?"
+    args = {"source": "pkg/sql.py:9", "quote": "def read(self, key):"}
+    scope = spans(LOOKUP_WITH_OVERRIDES)
+    wrong = check_answer(question, "MemoryStore", args, [LOOKUP_WITH_OVERRIDES], strict=True, scope=scope)
+    assert wrong.answer is None and "in SqlStore's override" in wrong.observation
+    right = check_answer(question, "SqlStore overrides it", args, [LOOKUP_WITH_OVERRIDES], strict=True, scope=scope)
+    assert right.answer == "SqlStore overrides it\n\nEvidence: pkg/sql.py:9: def read(self, key):"
+
+
+CONSTRUCT = """method Factory.construct is defined in pkg/factory.py line 30 (in Factory).
+pkg/factory.py, lines 30-38 of 90:
+30:     def construct(cls, env=None):
+31:         \"\"\"Constructs a factory, reading the topic
+32:         from the environment variable 'PERSISTENCE_MODULE'.
+33:         \"\"\"
+34:         # the legacy name comes second
+35:         topic = (
+36:             env.get("PERSISTENCE_MODULE", "")
+37:             or "pkg.popo"
+38:         )"""
+
+
+def test_prose_lines_are_told_from_code_lines() -> None:
+    lines = shown_lines([CONSTRUCT])["pkg/factory.py"]
+    assert [n for n in range(30, 39) if in_prose(lines, n)] == [31, 32, 33, 34]
+
+
+def test_from_rule_revision_1_a_value_quoted_from_a_docstring_is_refused() -> None:
+    question = "If no persistence module is named in the environment, which module topic does Factory.construct() fall back to?"
+    doc = {"source": "pkg/factory.py:32", "quote": "from the environment variable 'PERSISTENCE_MODULE'."}
+    code = {"source": "pkg/factory.py:37", "quote": 'or "pkg.popo"'}
+    old = check_answer(question, "'PERSISTENCE_MODULE'", doc, [CONSTRUCT], strict=True)
+    assert old.answer is not None  # revision 0 runs replay as they ran
+    refused = check_answer(question, "'PERSISTENCE_MODULE'", doc, [CONSTRUCT], strict=True, rules=1)
+    assert refused.answer is None and "docstring or a comment" in refused.observation
+    right = check_answer(question, "pkg.popo", code, [CONSTRUCT], strict=True, rules=1)
+    assert right.answer == 'pkg.popo\n\nEvidence: pkg/factory.py:37: or "pkg.popo"'
+
+
+def test_from_rule_revision_1_an_override_is_quoted_from_its_lines_and_a_wrong_path_is_corrected() -> None:
+    question = "Which class overrides Store.read so that a missing row raises an error?"
+    lookup = [LOOKUP_WITH_OVERRIDES]
+    body = {"source": "pkg/base.py:10", "quote": "raise ConflictError(key)"}  # the override's body, the base's path
+    moved = check_answer(question, "SqlStore", body, lookup, strict=True, rules=1)
+    assert moved.answer == "SqlStore\n\nEvidence: pkg/sql.py:10: raise ConflictError(key)"
+    unnamed = check_answer(question, "It raises ConflictError", body, lookup, strict=True, rules=1)
+    assert unnamed.answer is None and "in SqlStore's override" in unnamed.observation and not unnamed.follow
+    assert check_answer(question, "SqlStore", body, lookup, strict=True).answer is None  # revision 0: the path must be right
+    own = {"source": "pkg/base.py:9", "quote": "def read(self, key):"}  # in three files: stays in the cited one
+    base = check_answer(question, "SqlStore", own, lookup, strict=True, rules=1, scope=spans(LOOKUP_WITH_OVERRIDES))
+    assert base.answer is None and "not its override" in base.observation
+    elsewhere = check_answer(question, "Store", {"source": "pkg/base.py:21", "quote": "return self.path + key"}, lookup,
+                             strict=True, rules=1)
+    assert elsewhere.answer is None and "not a line of an override" in elsewhere.observation and not elsewhere.follow

@@ -7,7 +7,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from actors.agent.react import ReactAgent, StartAgent
+from actors.agent.react import NOT_IN_DEFINITION, RULES, ReactAgent, StartAgent
 from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.llm.types import LlmRequest
@@ -58,7 +58,7 @@ def snippet_answerer(request: LlmRequest) -> str:
 
 def run(
     tmp_path: Path, script, *, grounded: bool = True, lookups: bool = False, question: str = QUESTION,
-    store: EventStore | None = None, stream: str = "agent:g",
+    store: EventStore | None = None, stream: str = "agent:g", rules: int = 0,
 ):
     (tmp_path / "client.py").write_text(CLIENT)
     store = store or EventStore("memory://")
@@ -67,7 +67,7 @@ def run(
     shell.handle(
         StartAgent(
             key="start", goal=question, root=str(tmp_path), tools=specs, max_iterations=6, model="m",
-            grounded=grounded, lookups=lookups,
+            grounded=grounded, lookups=lookups, rules=rules,
         )
     )
     provider = ScriptedProvider(script)
@@ -218,6 +218,8 @@ def test_new_runs_of_an_agent_with_find_definition_make_their_own_lookups() -> N
     assert ReactAgent.make_start(goal="q", root=".", tools=specs).lookups is True
     assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).lookups is False
     assert ReactAgent.make_start(goal="q", root=".", tools=specs[:1]).lookups is False
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs).rules == RULES >= 1
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).rules == 0
 
 
 def test_a_value_quoted_from_outside_the_named_definition_is_refused_and_the_definition_read(tmp_path: Path) -> None:
@@ -263,4 +265,88 @@ def test_an_override_answer_quoting_the_named_method_itself_is_sent_to_the_overr
     assert rejected and "not its override" in rejected[0].observation
     looked = [e.args for e in events if e.type_name == "StepDecided" and e.auto]
     assert looked == [{"name": "Transport.send"}, {"name": "RetryingClient.send"}]
+    assert state.answer == "<answer>RetryingClient\n\nEvidence: retry.py:5: def send(self, data):</answer>"
+
+
+# -- rule revision 1: the answer first, from the definition the opening lookup showed -----------------
+
+
+def test_after_the_opening_lookup_the_first_step_may_only_be_the_answer(tmp_path: Path) -> None:
+    requests: list[LlmRequest] = []
+
+    def answerer(request: LlmRequest) -> str:
+        requests.append(request)
+        return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
+
+    state, _, _, provider = run(tmp_path, answerer, lookups=True, rules=1)
+    assert provider.calls == 1 and state.answer.startswith("<answer>45")
+    assert requests[0].response_schema["properties"]["action"]["enum"] == ["answer"]
+    assert "Answer now from the definition above" in str(requests[0].messages[-1]["content"])
+
+
+def test_a_not_found_right_after_the_opening_lookup_sends_the_model_searching(tmp_path: Path) -> None:
+    requests: list[LlmRequest] = []
+
+    def unsure(request: LlmRequest) -> str:
+        requests.append(request)
+        if len(requests) == 1:
+            return _step("Not in it.", "answer", answer="Not found in the code")
+        if len(requests) == 2:
+            return _step("Search.", "search_files", query="timeout")
+        return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
+
+    state, events, _, _ = run(tmp_path, unsure, lookups=True, rules=1)
+    rejected = [e for e in events if e.type_name == "StepRejected"]
+    assert [e.observation for e in rejected] == [NOT_IN_DEFINITION]
+    assert "search_files" in requests[1].response_schema["properties"]["action"]["enum"]
+    assert state.answer.startswith("<answer>45")
+
+
+def test_no_answer_first_for_a_message_question_or_a_lookup_that_found_nothing(tmp_path: Path) -> None:
+    for question in ("What does the error message of HttpClient say?", "What is the default timeout of HttpsClientPool?"):
+        requests: list[LlmRequest] = []
+
+        def searcher(request: LlmRequest) -> str:
+            requests.append(request)
+            return snippet_answerer(request)
+
+        run(tmp_path, searcher, lookups=True, rules=1, question=question)
+        assert "search_files" in requests[0].response_schema["properties"]["action"]["enum"], question
+
+
+def test_rule_revision_zero_runs_ask_for_a_step_as_before(tmp_path: Path) -> None:
+    requests: list[LlmRequest] = []
+
+    def answerer(request: LlmRequest) -> str:
+        requests.append(request)
+        return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
+
+    run(tmp_path, answerer, lookups=True, rules=0)
+    assert "search_files" in requests[0].response_schema["properties"]["action"]["enum"]
+    assert "Answer now from the definition above" not in str(requests[0].messages[-1]["content"])
+
+
+def test_the_overrides_a_lookup_shows_must_be_named_by_the_answer_that_quotes_them(tmp_path: Path) -> None:
+    (tmp_path / "base.py").write_text("class Transport:\n    def send(self, data):\n        raise NotImplementedError\n")
+    (tmp_path / "retry.py").write_text(
+        "from base import Transport\n\n\nclass RetryingClient(Transport):\n    def send(self, data):\n        return data\n"
+    )
+    (tmp_path / "quiet.py").write_text(
+        "from base import Transport\n\n\nclass QuietClient(Transport):\n    def send(self, data):\n        return None\n"
+    )
+    question = "Which class overrides Transport.send so that data is returned?"
+    requests: list[LlmRequest] = []
+
+    def chooser(request: LlmRequest) -> str:
+        requests.append(request)
+        if len(requests) == 1:  # the right line, the wrong class
+            return _step("Line 5.", "answer", answer="QuietClient", source="retry.py:5", quote="def send(self, data):")
+        return _step("Line 5.", "answer", answer="RetryingClient", source="retry.py:5", quote="def send(self, data):")
+
+    state, events, _, _ = run(tmp_path, chooser, lookups=True, rules=1, question=question)
+    first = str(requests[0].messages[-1]["content"])
+    assert "(override RetryingClient.send):" in first and "return data" in first  # both overrides shown in one lookup
+    assert "(override QuietClient.send):" in first
+    rejected = [e for e in events if e.type_name == "StepRejected"]
+    assert len(rejected) == 1 and "in RetryingClient's override" in rejected[0].observation
     assert state.answer == "<answer>RetryingClient\n\nEvidence: retry.py:5: def send(self, data):</answer>"

@@ -156,6 +156,11 @@ def test_the_tool_shows_the_definition_numbered_as_read_file_numbers_it(pkg: Pat
     assert "class ConflictError(StoreError)" in error
     method = find_definition(pkg, "SqlStore.read")
     assert 'raise ConflictError(f"no row for {key!r}")' in method
+    # a method's overrides are listed, and their first lines shown under it, headed by their owner
+    base_read = find_definition(pkg, "Store.read")
+    assert "Overridden in: SqlStore.read (pkg/sql.py:9)." in base_read
+    assert "pkg/sql.py, lines 9-10 of 17 (override SqlStore.read):" in base_read
+    assert base_read.index("return self.path + key") < base_read.index('raise ConflictError(f"no row for {key!r}")')
 
 
 def test_unknown_names_suggest_close_ones_and_empty_names_are_refused(pkg: Path) -> None:

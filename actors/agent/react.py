@@ -189,19 +189,25 @@ NOT_IN_DEFINITION = (
 )
 
 
+SHOWN_IN_PART = ("more member lines;", "(the definition goes on to line")  # find_definition's notes on a cut definition
+
+
 def answer_first(state: AgentState) -> bool:
     """Whether the model's next step may only be the answer: its first step, right after the
     agent's opening lookup found the definition the question names (rules ≥ 1). Not for a
     question asking for a message (raised elsewhere than its class's definition), nor for a
-    value the definition shows no likely line for."""
+    value the definition shows no likely line for, nor, for other questions, when the
+    definition was shown only in part."""
     if state.rules < 1 or state.iteration > 0 or len(state.history) != 1:
         return False
     first, question = state.history[0], question_of(state.goal)
     if not (first.auto and first.thought.startswith(OPENING)) or first.observation.startswith(NO_DEFINITION):
         return False
     ask = ask_of(question)
-    # a value: only when a line of the definition may state it (else the model would pick any number)
-    return ask in ANSWER_FIRST_ASKS and (ask != "value" or shows_a_value(question, first.observation))
+    if ask == "value":  # only when a line of the definition may state it (else the model picks any number)
+        return shows_a_value(question, first.observation)
+    # anything else: only when the definition was shown whole (a long class's outline is cut)
+    return ask in ANSWER_FIRST_ASKS and not any(cut in first.observation for cut in SHOWN_IN_PART)
 
 
 def own_lookups(state: AgentState) -> int:

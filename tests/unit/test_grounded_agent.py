@@ -350,3 +350,17 @@ def test_the_overrides_a_lookup_shows_must_be_named_by_the_answer_that_quotes_th
     rejected = [e for e in events if e.type_name == "StepRejected"]
     assert len(rejected) == 1 and "in RetryingClient's override" in rejected[0].observation
     assert state.answer == "<answer>RetryingClient\n\nEvidence: retry.py:5: def send(self, data):</answer>"
+
+
+def test_no_answer_first_when_the_named_class_was_shown_only_in_part(tmp_path: Path) -> None:
+    members = "".join(f"    def method_{i}(self):\n        return {i}\n\n" for i in range(60))
+    (tmp_path / "big.py").write_text(f"class Big:\n{members}")
+    requests: list[LlmRequest] = []
+
+    def searcher(request: LlmRequest) -> str:
+        requests.append(request)
+        return snippet_answerer(request)
+
+    _, events, _, _ = run(tmp_path, searcher, lookups=True, rules=1, question="Which method of the Big class returns 59?")
+    assert "more member lines" in events[3].output  # the outline was cut
+    assert "search_files" in requests[0].response_schema["properties"]["action"]["enum"]

@@ -495,6 +495,56 @@ def through_names(question: str, answer: str, quote: Grounded, shown: Mapping[st
     return None
 
 
+def other_string(answer: str, quote: str) -> str | None:
+    """Why an answer's quoted value is not the quote's (`'events_table_tt_main'` where the line
+    holds `"_tt_main"`), or None. Only values shaped like code (no spaces) count as the answer's."""
+    said = {m["s"] for m in _STRING.finditer(_without_citations(answer)) if re.fullmatch(r"[\w.\-/:]+", m["s"])}
+    if not said:
+        return None
+    held = {v.strip("'\"") for v in _values(quote)}
+    if said & held or any(s in quote for s in said if len(s) > 3 and s not in held and re.search(rf"\b{re.escape(s)}\b", quote)):
+        return None
+    return (
+        f"Your answer gives {', '.join(sorted(said)[:3])}, and your quote holds {', '.join(sorted(held)[:3]) or 'no such value'}: "
+        "give the value exactly as the quoted line states it, or quote the line that states yours."
+    )
+
+
+_SETS_A_VALUE = re.compile(r"""^\s*[\w.]+\s*(?::[^=]+)?=\s*(-?\d+(?:\.\d+)?|[rbuf]?(['"]).*\2|True|False|None)\s*,?\s*$""")
+
+
+def through_scope(
+    question: str, answer: str, scope: Iterable[tuple[str, int, int]], shown: Mapping[str, Mapping[int, str]]
+) -> Grounded | None:
+    """A value the answer gives, quoted from the wrong line: the line of the definition the
+    question names (`scope`) that matches the question best among its lines of code holding a
+    value, when it is the only best one and it holds the answer's value. A guess that happens
+    to be on a weaker line is not taken."""
+    said = set(_NUMBER.findall(_without_citations(answer))) | {m["s"] for m in _STRING.finditer(answer)}
+    if not said:
+        return None
+    asked = _terms(question) - _terms(question_name(question) or "")  # what is asked of the definition, not its name
+    options = []
+    for path, a, b in scope:
+        lines = next((ls for p, ls in shown.items() if _same_file(p, path)), {})
+        for n in range(a, b + 1):
+            text = lines.get(n)
+            if text is None or not _LITERAL.search(text) or in_prose(lines, n):
+                continue
+            sets = 0.5 if _SETS_A_VALUE.match(text) else 0  # `name = 800.0` states a value; an expression uses one
+            options.append((len(asked & _terms(text)) + sets, path, n, text))
+    if not options:
+        return None
+    best = max(o[0] for o in options)
+    top = [o for o in options if o[0] == best]
+    if best == 0 or len(top) != 1:
+        return None
+    _, path, n, text = top[0]
+    values = _values(text)
+    values |= {v.split(".")[0] for v in values if re.fullmatch(r"-?\d+\.0+", v)}
+    return Grounded(path, n, norm(text), text.strip()) if said & values else None
+
+
 _DEFINED_AT = re.compile(r"^(?P<what>.+?) is defined in (?P<path>\S+) line (?P<n>\d+)\b")
 
 
@@ -574,6 +624,7 @@ def check_answer(
     from 1, a quote in the wrong file is grounded where it is, a value is quoted from code
     (not a docstring or comment), and an override is quoted by the overriding `def` line."""
     text = answer.strip()
+    scope = list(scope)
     if is_not_found(text):
         return Verdict(text if text.lower().startswith("not found") else f"{NOT_FOUND}. {text}")
     cite = citation(args, text)
@@ -642,8 +693,12 @@ def check_answer(
         wrong = None
     if wrong is not None and strict and ask_of(question) == "value":
         resolved = through_names(question, text, checked, shown)
+        if resolved is None and rules >= 1:  # the named definition's best line for the question holds it
+            resolved = through_scope(question, text, scope, shown)
         if resolved is not None:  # the quote uses a name; the line setting that name holds the value
             checked, wrong = resolved, None
+    if wrong is None and rules >= 1 and ask == "value":
+        wrong = other_string(text, checked.text)
     if wrong is not None:
         return _refused(wrong, text, forced)
     evidence = f"{checked.path}:{checked.line}: {checked.text}"

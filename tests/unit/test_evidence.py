@@ -340,3 +340,46 @@ def test_from_rule_revision_1_an_override_is_quoted_from_its_lines_and_a_wrong_p
     elsewhere = check_answer(question, "Store", {"source": "pkg/base.py:21", "quote": "return self.path + key"}, lookup,
                              strict=True, rules=1)
     assert elsewhere.answer is None and "not a line of an override" in elsewhere.observation and not elsewhere.follow
+
+
+WAIT = """method Tracker.wait is defined in pkg/track.py line 10 (in Tracker).
+pkg/track.py, lines 10-19 of 40:
+10:     def wait(self, timeout: float = 1.0) -> None:
+11:         \"\"\"Polls with exponential backoff, at most 800 ms apart.\"\"\"
+12:         sleep_interval_ms = 100.0
+13:         max_sleep_interval_ms = 800.0
+14:         while True:
+15:             if self.ready():
+16:                 break
+17:             sleep(sleep_interval_ms / 1000)
+18:             sleep_interval_ms = min(
+19:                 sleep_interval_ms * 2, max_sleep_interval_ms"""
+
+
+def test_from_rule_revision_1_a_value_quoted_from_the_wrong_line_takes_the_named_definitions_best_line() -> None:
+    question = "In Tracker.wait(), the polling sleep interval doubles after each check. What is its upper limit, in milliseconds?"
+    wrong_line = {"source": "pkg/track.py:15", "quote": "if self.ready():"}  # no value, no name assigned in view
+    scope = spans(WAIT)
+    right = check_answer(question, "800 milliseconds", wrong_line, [WAIT], strict=True, scope=scope, rules=1)
+    assert right.answer == "800 milliseconds\n\nEvidence: pkg/track.py:13: max_sleep_interval_ms = 800.0"
+    guess = check_answer(question, "100 milliseconds", wrong_line, [WAIT], strict=True, scope=scope, rules=1)
+    assert guess.answer is None  # 100 is on a weaker line: not taken
+    assert check_answer(question, "800 milliseconds", wrong_line, [WAIT], strict=True, scope=scope).answer is None  # revision 0
+
+
+def test_from_rule_revision_1_an_answers_value_must_be_the_quotes_not_one_built_around_it() -> None:
+    lookup = """class Recorder is defined in pkg/rec.py line 3.
+pkg/rec.py, lines 3-6 of 20:
+3: class Recorder:
+4:     def __init__(self, table_name: str = "events"):
+5:         self.table_name = table_name + "_main"
+6:         self.channel = self.table_name"""
+    question = "What is the default value of the table_name parameter of Recorder?"
+    built = {"source": "pkg/rec.py:5", "quote": 'self.table_name = table_name + "_main"'}
+    refused = check_answer(question, "'events_main'", built, [lookup], strict=True, scope=spans(lookup), rules=1)
+    assert refused.answer is None and "exactly as the quoted line states it" in refused.observation
+    assert check_answer(question, "'events_main'", built, [lookup], strict=True, scope=spans(lookup)).answer is not None
+    sig = {"source": "pkg/rec.py:4", "quote": 'def __init__(self, table_name: str = "events"):'}
+    assert check_answer(question, "'events'", sig, [lookup], strict=True, scope=spans(lookup), rules=1).answer is not None
+    said = check_answer(question, "The recorder's default is 'events'.", sig, [lookup], strict=True, scope=spans(lookup), rules=1)
+    assert said.answer is not None  # an apostrophe in prose is not a value

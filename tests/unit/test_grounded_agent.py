@@ -364,3 +364,26 @@ def test_no_answer_first_when_the_named_class_was_shown_only_in_part(tmp_path: P
     _, events, _, _ = run(tmp_path, searcher, lookups=True, rules=1, question="Which method of the Big class returns 59?")
     assert "more member lines" in events[3].output  # the outline was cut
     assert "search_files" in requests[0].response_schema["properties"]["action"]["enum"]
+
+
+def test_a_value_quoted_from_a_docstring_is_refused_and_nothing_more_is_looked_up(tmp_path: Path) -> None:
+    (tmp_path / "factory.py").write_text(
+        'class Factory:\n    def construct(self, env):\n        """Reads the topic from PERSISTENCE_MODULE."""\n'
+        '        return env.get("PERSISTENCE_MODULE") or "pkg.popo"\n'
+    )
+    question = "If no module is named, which module topic does Factory.construct() fall back to?"
+    requests: list[LlmRequest] = []
+
+    def docstring_first(request: LlmRequest) -> str:
+        requests.append(request)
+        if len(requests) == 1:
+            return _step("Line 3.", "answer", answer="PERSISTENCE_MODULE", source="factory.py:3",
+                         quote='"""Reads the topic from PERSISTENCE_MODULE."""')
+        return _step("Line 4.", "answer", answer="pkg.popo", source="factory.py:4",
+                     quote='return env.get("PERSISTENCE_MODULE") or "pkg.popo"')
+
+    state, events, _, _ = run(tmp_path, docstring_first, lookups=True, rules=1, question=question)
+    rejected = [e for e in events if e.type_name == "StepRejected"]
+    assert len(rejected) == 1 and "docstring or a comment" in rejected[0].observation
+    assert [e.args for e in events if e.type_name == "StepDecided"] == [{"name": "Factory.construct"}]  # no lookup after
+    assert state.answer.startswith("<answer>pkg.popo")

@@ -55,7 +55,7 @@ from events.base import Event
 from events.codec import REQUESTED, decode_event, encode_event, envelope_of, packb, unpackb
 from events.group_commit import Append, Conflict, GroupCommitter, writer_for
 from events.requests import MissingBase, PackedMessages, RequestChain
-from events.stream_sql import StreamRows, stream_rows
+from events.stream_sql import LatestRows, StreamRows, latest_rows, stream_rows
 
 
 class ConcurrencyError(Exception):
@@ -98,6 +98,7 @@ class EventStore:
         self.factory: Any = None
         self.group: GroupCommitter | None = None
         self._rows: StreamRows | None = None
+        self._latest: LatestRows | None = None
         # The highest version seen per stream. Streams only grow, so a stream known to hold
         # `expected_version` events cannot leave a gap: append may skip its version read.
         self._known: dict[str, int] = {}
@@ -387,12 +388,27 @@ class EventStore:
 
     def load_snapshot(self, stream_id: str, max_version: int | None = None) -> Snapshot | None:
         with self._available():
-            found = self.snapshots.select_events(stream_id, lte=max_version, desc=True, limit=1)
+            if self.backend == "popo":  # in memory, kept in the order saved: an older snapshot saved
+                found = _by_version(self.snapshots.select_events(stream_id, lte=max_version))[-1:]  # late came last
+            else:
+                found = self.snapshots.select_events(stream_id, lte=max_version, desc=True, limit=1)
         if not found:
             return None
         s = found[0]
-        schema_version, data = unpackb(s.state)
-        return Snapshot(str(s.originator_id), s.originator_version, s.topic, schema_version, data)
+        return _snapshot(stream_id, s.originator_version, s.topic, s.state)
+
+    def load_latest(self, stream_id: str) -> tuple[Snapshot | None, Iterator[Event]]:
+        """The stream's latest snapshot and the events after it (all of them when it has
+        none), read together: one round trip on PostgreSQL, one transaction on SQLite."""
+        if self._latest is None:
+            snap = self.load_snapshot(stream_id)
+            return snap, self.iter_stream(stream_id, from_version=snap.version + 1 if snap else 1)
+        with self._available():
+            row, rows = self._latest(stream_id)
+        snap = None if row is None else _snapshot(stream_id, *row)
+        if rows:
+            self._saw(stream_id, rows[-1][0])
+        return snap, _decoded(rows, stream_id, self.request_bytes)
 
     def list_snapshots(
         self, stream_id: str, after_version: int = 0, up_to_version: int | None = None
@@ -403,11 +419,7 @@ class EventStore:
             found = self.snapshots.select_events(
                 stream_id, gt=after_version or None, lte=up_to_version
             )
-        out = []
-        for s in found:
-            schema_version, data = unpackb(s.state)
-            out.append(Snapshot(str(s.originator_id), s.originator_version, s.topic, schema_version, data))
-        return out
+        return [_snapshot(stream_id, s.originator_version, s.topic, s.state) for s in _by_version(found)]
 
     # -- housekeeping ------------------------------------------------------------------
 
@@ -469,6 +481,7 @@ class EventStore:
         if self.backend == "sqlite":
             self._enable_wal()
         self._rows = stream_rows(self.backend, self.recorder)
+        self._latest = latest_rows(self.backend, self.recorder, self.snapshots)
         if self._group_commit:
             write = writer_for(self.backend, self.recorder)
             self.group = GroupCommitter(write) if write is not None else None
@@ -485,6 +498,15 @@ class EventStore:
 
 
 _OPEN_ATTEMPTS = 8
+
+
+def _by_version(found: Sequence[StoredEvent]) -> list[StoredEvent]:
+    return sorted(found, key=lambda s: s.originator_version)
+
+
+def _snapshot(stream_id: str, version: int, kind: str, state: bytes) -> Snapshot:
+    schema_version, data = unpackb(state)
+    return Snapshot(stream_id, version, kind, schema_version, data)
 
 
 def _decoded(rows: list[tuple[int, str, bytes]], stream_id: str, resolve: Any) -> Iterator[Event]:

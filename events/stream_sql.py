@@ -15,8 +15,11 @@ from typing import Any
 from eventsourcing.persistence import InterfaceError, OperationalError
 from eventsourcing.utils import retry
 
+Row = tuple[int, str, bytes]  # (version, topic, state)
 # (stream_id, after version or None, up to version or None) -> [(version, topic, state)]
-StreamRows = Callable[[str, "int | None", "int | None"], list[tuple[int, str, bytes]]]
+StreamRows = Callable[[str, "int | None", "int | None"], list[Row]]
+# stream_id -> (its latest snapshot's row or None, the stream's rows after that snapshot)
+LatestRows = Callable[[str], tuple["Row | None", list[Row]]]
 
 
 def stream_rows(backend: str, recorder: Any) -> StreamRows | None:
@@ -27,7 +30,7 @@ def stream_rows(backend: str, recorder: Any) -> StreamRows | None:
             f"SELECT originator_version, topic, state FROM {recorder.events_table_name} WHERE originator_id=?"
         )
 
-        def sqlite_rows(stream_id: str, gt: int | None, lte: int | None) -> list[tuple[int, str, bytes]]:
+        def sqlite_rows(stream_id: str, gt: int | None, lte: int | None) -> list[Row]:
             sql, params = _bounded(select, "?", stream_id, gt, lte)
             with recorder.datastore.transaction(commit=False) as c:
                 cur = c.sqlite_cursor.connection.cursor()
@@ -48,7 +51,7 @@ def stream_rows(backend: str, recorder: Any) -> StreamRows | None:
 
         # As the library's recorder reads: a dropped connection is retried (the pool replaces it).
         @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
-        def postgres_rows(stream_id: str, gt: int | None, lte: int | None) -> list[tuple[int, str, bytes]]:
+        def postgres_rows(stream_id: str, gt: int | None, lte: int | None) -> list[Row]:
             key = (gt is not None, lte is not None)
             if key not in selects:
                 text, _ = _bounded("SELECT originator_version, topic, state FROM {0} WHERE originator_id = %s",
@@ -61,6 +64,62 @@ def stream_rows(backend: str, recorder: Any) -> StreamRows | None:
             return [(v, t, b if b.__class__ is bytes else bytes(b)) for v, t, b in rows]
 
         return postgres_rows
+    return None
+
+
+def latest_rows(backend: str, recorder: Any, snapshots: Any) -> LatestRows | None:
+    """The reader of a stream's latest snapshot and the events after it, read together:
+    what an actor's load needs. On PostgreSQL one statement (one round trip, where the
+    library's recorders take two); on SQLite both reads in one transaction. None: the
+    in-memory store (read the snapshot, then the stream)."""
+    if backend == "sqlite":
+        snap_sql = (f"SELECT originator_version, topic, state FROM {snapshots.events_table_name} "
+                    "WHERE originator_id=? ORDER BY originator_version DESC LIMIT 1")
+        tail_sql = (f"SELECT originator_version, topic, state FROM {recorder.events_table_name} "
+                    "WHERE originator_id=? AND originator_version>? ORDER BY originator_version ASC")
+
+        def sqlite_latest(stream_id: str) -> tuple[Row | None, list[Row]]:
+            with recorder.datastore.transaction(commit=False) as c:
+                cur = c.sqlite_cursor.connection.cursor()
+                cur.row_factory = None  # plain tuples
+                try:
+                    cur.execute(snap_sql, (stream_id,))
+                    snap = cur.fetchone()
+                    cur.execute(tail_sql, (stream_id, snap[0] if snap else 0))
+                    return snap, cur.fetchall()
+                finally:
+                    cur.close()
+
+        return sqlite_latest
+    if backend == "postgres":
+        from psycopg.rows import tuple_row
+        from psycopg.sql import SQL, Identifier
+
+        schema = Identifier(recorder.datastore.schema)
+        # One statement, so the snapshot and the tail come from one database snapshot. The
+        # first column orders the rows: -1 for the snapshot's, the version for the tail's
+        # (which PostgreSQL merges without sorting: the tail comes off the index in order).
+        query = SQL(
+            "WITH s AS (SELECT originator_version, topic, state FROM {0}.{1} WHERE originator_id = %s "
+            "ORDER BY originator_version DESC LIMIT 1) "
+            "SELECT -1 AS k, originator_version, topic, state FROM s UNION ALL "
+            "SELECT originator_version, originator_version, topic, state FROM {0}.{2} WHERE originator_id = %s "
+            "AND originator_version > COALESCE((SELECT originator_version FROM s), 0) "
+            "ORDER BY k"
+        ).format(schema, Identifier(snapshots.events_table_name), Identifier(recorder.events_table_name))
+
+        @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
+        def postgres_latest(stream_id: str) -> tuple[Row | None, list[Row]]:
+            with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
+                cur.execute(query, (stream_id, stream_id), prepare=True)
+                rows = cur.fetchall()
+            snap = None
+            if rows and rows[0][0] == -1:
+                _, v, t, b = rows[0]
+                snap, rows = (v, t, b if b.__class__ is bytes else bytes(b)), rows[1:]
+            return snap, [(v, t, b if b.__class__ is bytes else bytes(b)) for _, v, t, b in rows]
+
+        return postgres_latest
     return None
 
 

@@ -8,7 +8,6 @@ retried after a crash finds its key and appends nothing twice).
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from collections.abc import Callable, Iterable, Sequence
 from datetime import datetime, timezone
 from typing import Any, Generic, TypeVar
@@ -18,7 +17,7 @@ from pydantic import BaseModel
 from actors.runtime.behaviour import Behaviour, Command
 from actors.runtime.secrets import redact_events
 from events.base import Event, State
-from events.store import ConcurrencyError, EventStore
+from events.store import ConcurrencyError, EventStore, Snapshot
 
 S = TypeVar("S", bound=State)
 
@@ -69,7 +68,8 @@ class ActorShell(Generic[S]):
         self.clock = clock
         self.state: S = behaviour.initial()
         self.version = 0
-        self.keys: OrderedDict[str, Sequence[int]] = OrderedDict()  # key -> (first, last) version
+        # key -> (first, last) version, oldest first (a dict keeps insertion order)
+        self.keys: dict[str, Sequence[int]] = {}
         self.replayed_on_load = 0  # how many tail events the last load folded
         self.last_event_id: str | None = None  # what the next decision follows from
         # Of the event at `version`, for snapshots: its time, and its global position
@@ -81,27 +81,35 @@ class ActorShell(Generic[S]):
 
     def load(self) -> ActorShell[S]:
         """Rebuild state from the latest usable snapshot plus the events after it."""
-        self.state, self.version, self.keys = self.behaviour.initial(), 0, OrderedDict()
+        self.state, self.version, self.keys = self.behaviour.initial(), 0, {}
         self.timestamp = self.position = None
-        snap = self.store.load_snapshot(self.stream_id)
-        if snap is not None and snap.kind == ShellSnapshot.__name__:
-            body = ShellSnapshot.model_validate(snap.data)
-            state_type = type(self.state)
-            usable = body.state_type in (None, state_type.__name__)  # another model's is not ours
-            if usable and body.schema_version == state_type.schema_version:
-                self.state = state_type.model_validate(body.state)
-                self.version = snap.version
-                if not len(body.keys) == len(body.first) == len(body.last):
-                    raise ValueError(f"snapshot of {self.stream_id!r} at {snap.version}: its key spans do not line up")
-                # Built in C (zip, map): a snapshot holds up to SNAPSHOT_KEYS of them.
-                self.keys = OrderedDict(zip(body.keys, zip(body.first, body.last)))  # spans: (first, last)
-                self.position = body.position
-                if body.timestamp is not None:
-                    self.timestamp = datetime.fromisoformat(body.timestamp)
+        snap, tail = self.store.load_latest(self.stream_id)  # one read: the snapshot and what follows it
+        if snap is not None and not self._restore(snap):
+            tail = self.store.iter_stream(self.stream_id)  # not ours to use: fold the whole stream
         start = self.version
-        self._apply(self.store.iter_stream(self.stream_id, from_version=start + 1))
+        self._apply(tail)
         self.replayed_on_load = self.version - start
         return self
+
+    def _restore(self, snap: Snapshot) -> bool:
+        """Take the state and keys of a snapshot, if it is of this shell's state model and
+        schema version; False (and nothing taken) if not."""
+        if snap.kind != ShellSnapshot.__name__:
+            return False
+        body = ShellSnapshot.model_validate(snap.data)
+        state_type = type(self.state)
+        if body.state_type not in (None, state_type.__name__) or body.schema_version != state_type.schema_version:
+            return False  # another model's, or an older schema's
+        if not len(body.keys) == len(body.first) == len(body.last):
+            raise ValueError(f"snapshot of {self.stream_id!r} at {snap.version}: its key spans do not line up")
+        self.state = state_type.model_validate(body.state)
+        self.version = snap.version
+        # Built in C (zip): a snapshot holds up to SNAPSHOT_KEYS of them.
+        self.keys = dict(zip(body.keys, zip(body.first, body.last)))  # spans: (first, last)
+        self.position = body.position
+        if body.timestamp is not None:
+            self.timestamp = datetime.fromisoformat(body.timestamp)
+        return True
 
     # -- commands --------------------------------------------------------------------
 
@@ -194,9 +202,9 @@ class ActorShell(Generic[S]):
                     continue
                 span = keys.get(key)
                 if span is None:  # a new key goes last by itself
-                    keys[key] = [e.version, e.version]
+                    keys[key] = (e.version, e.version)
                     if len(keys) > MAX_REMEMBERED_KEYS:
-                        keys.popitem(last=False)
+                        del keys[next(iter(keys))]
                 else:
                     self._remember(key, span[0], e.version)
         finally:  # as far as it got, if an evolve raised
@@ -208,10 +216,11 @@ class ActorShell(Generic[S]):
                 self.position = None  # `record` sets it for what it appended
 
     def _remember(self, key: str, first: int, last: int) -> None:
-        self.keys[key] = [first, last]
-        self.keys.move_to_end(key)
-        while len(self.keys) > MAX_REMEMBERED_KEYS:
-            self.keys.popitem(last=False)
+        keys = self.keys
+        keys.pop(key, None)  # to the end: the most recent
+        keys[key] = (first, last)
+        while len(keys) > MAX_REMEMBERED_KEYS:
+            del keys[next(iter(keys))]
 
 
 def utc_timestamp(t: datetime) -> str:

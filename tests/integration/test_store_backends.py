@@ -301,8 +301,28 @@ def test_snapshots_latest_and_at_or_below_a_version(store):
     assert store.load_snapshot("nobody") is None
 
 
+def test_the_latest_snapshot_and_the_events_after_it_are_read_together(store):
+    def latest(stream):
+        snap, tail = store.load_latest(stream)
+        return (None if snap is None else (snap.version, snap.data["count"])), [(e.version, e.text) for e in tail]
+
+    assert latest("s") == (None, [])
+    store.append("s", notes("a", "b", "c"), expected_version=0)
+    assert latest("s") == (None, [(1, "a"), (2, "b"), (3, "c")])  # no snapshot: the whole stream
+    store.save_snapshot("s", 2, Counter(count=2))
+    store.save_snapshot("other", 1, Counter(count=9))
+    assert latest("s") == ((2, 2), [(3, "c")])
+    store.save_snapshot("s", 1, Counter(count=1))  # an older one saved late is not the latest
+    store.append("s", notes("d", "e"), expected_version=3)
+    assert latest("s") == ((2, 2), [(3, "c"), (4, "d"), (5, "e")])
+    store.save_snapshot("s", 5, Counter(count=5))
+    assert latest("s") == ((5, 5), [])  # a snapshot at the head: nothing after it
+    assert latest("other") == ((1, 9), [])  # a snapshot of a stream with no events
+    assert store.stream_version("s") == 5
+
+
 def test_every_snapshot_is_kept_and_listed_by_version_range(store):
-    for v in (3, 5, 10):
+    for v in (3, 10, 5):  # saved out of order: listed by version
         store.save_snapshot("s", v, Counter(count=v))
     store.save_snapshot("other", 4, Counter(count=4))
     assert [(s.stream_id, s.version, s.kind, s.data["count"]) for s in store.list_snapshots("s")] == [

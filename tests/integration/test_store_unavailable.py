@@ -126,6 +126,8 @@ def test_every_operation_reports_a_lost_database_as_unavailable(
                 monkeypatch.setattr(recorder, name, boom)
     if store._rows is not None:  # streams are read by SQL of our own, not select_events
         monkeypatch.setattr(store, "_rows", boom)
+    if store._latest is not None:  # and an actor's snapshot with its tail
+        monkeypatch.setattr(store, "_latest", boom)
     if store.group is not None:  # group commit writes through its own batch writer
         monkeypatch.setattr(store.group, "write", boom)
         monkeypatch.setattr("events.group_commit._RETRY_WAIT", 0)
@@ -140,6 +142,7 @@ def test_every_operation_reports_a_lost_database_as_unavailable(
         "follow": lambda: list(store.follow(timeout=0.1)),
         "save_snapshot": lambda: store.save_snapshot("s", 1, Pinged()),
         "load_snapshot": lambda: store.load_snapshot("s"),
+        "load_latest": lambda: store.load_latest("s"),
     }
     for name, call in operations.items():
         with pytest.raises(StoreUnavailable) as info:

@@ -80,6 +80,29 @@ def test_snapshots_bound_rehydration(store):
     assert fresh.state == rebuild(CounterBehaviour(), store.read_stream("c"))
 
 
+def test_a_snapshot_of_another_schema_version_is_not_used(store, monkeypatch):
+    shell = ActorShell(CounterBehaviour(), "c", store, snapshot_every=10).load()
+    for i in range(12):
+        shell.handle(Add(key=f"k{i}", amount=2))
+    monkeypatch.setattr(Counter, "schema_version", Counter.schema_version + 1)  # the model moved on
+    fresh = ActorShell(CounterBehaviour(), "c", store).load()
+    assert fresh.replayed_on_load == 12  # the whole stream, not the snapshot at 10 and its tail
+    assert fresh.state == Counter(total=24, count=12)
+    assert fresh.applied("k0") is not None  # keys rebuilt from the events, too
+
+
+def test_the_oldest_key_is_forgotten_first_and_a_key_used_again_is_the_newest(store, monkeypatch):
+    monkeypatch.setattr("actors.runtime.shell.MAX_REMEMBERED_KEYS", 3)
+    shell = ActorShell(CounterBehaviour(), "c", store, snapshot_every=0).load()
+    for key in ("a", "b", "c"):
+        shell.handle(Add(key=key, amount=1))
+    shell.record([Added(amount=1)], "a")  # "a" appended to again: now the most recent
+    shell.handle(Add(key="d", amount=1))  # one too many: "b" goes, not "a"
+    assert list(shell.keys) == ["c", "a", "d"]
+    assert shell.keys["a"] == (1, 4)  # its span runs from its first event to its last
+    assert ActorShell(CounterBehaviour(), "c", store).load().keys == shell.keys  # the same from the log
+
+
 def test_stale_shell_loses_race_and_retries_by_rereading(store):
     a = ActorShell(CounterBehaviour(), "c", store).load()
     b = ActorShell(CounterBehaviour(), "c", store).load()

@@ -6,6 +6,8 @@ an answer starting with "Not found" counts as not found; anything else is wrong-
 - easy:  ../shared/eval/agent_eventsourcing.json ("which file / class / method ...")
 - hard:  tests/bench/eval/agent_eventsourcing_hard.json (values read from code, two-hop
          relations, message texts; answers checked by hand, see each question's "where")
+- h11:   tests/bench/eval/agent_h11_heldout.json (the same kinds over the h11 package, held
+         out: written before any system ran on it; no rule is fitted to it)
 
 Systems, all against the same llama.cpp server, in one run:
 - after:        `Client().submit(q, root=pkg)`: the grounded ReAct agent (find_definition,
@@ -17,7 +19,7 @@ Systems, all against the same llama.cpp server, in one run:
 - bare:         the openai client in a plain loop with its own prompt, its own JSON reading and
                 its own two tools (grep and read, written here): no Chorus code at all
 
-    .venv/bin/python tests/bench/bench_grounded.py [--set easy|hard|both] [--systems after,before,bare]
+    .venv/bin/python tests/bench/bench_grounded.py [--set easy|hard|both|h11] [--systems after,before,bare]
         [--questions N | --pick 3,7] [--max-iterations 10] [--out FILE.md]
 """
 
@@ -37,17 +39,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
-SETS = {
-    "easy": ROOT.parent / "shared" / "eval" / "agent_eventsourcing.json",
-    "hard": ROOT / "tests" / "bench" / "eval" / "agent_eventsourcing_hard.json",
+SETS = {  # name -> (questions, the installed package they are about)
+    "easy": (ROOT.parent / "shared" / "eval" / "agent_eventsourcing.json", "eventsourcing"),
+    "hard": (ROOT / "tests" / "bench" / "eval" / "agent_eventsourcing_hard.json", "eventsourcing"),
+    "h11": (ROOT / "tests" / "bench" / "eval" / "agent_h11_heldout.json", "h11"),  # held out: never tuned on
 }
 SYSTEMS = ("after", "before", "researcher", "orchestrator", "bare")
 
 
-def corpus() -> Path:
-    import eventsourcing
+def corpus(package: str) -> Path:
+    import importlib
 
-    return Path(eventsourcing.__file__).parent
+    return Path(importlib.import_module(package).__file__).parent
 
 
 def verdict(answer: str, expect: list[str]) -> str:
@@ -137,7 +140,7 @@ def bare_loop(base_url: str, model: str, question: str, root: Path, max_iteratio
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--set", choices=("easy", "hard", "both"), default="both")
+    ap.add_argument("--set", choices=("easy", "hard", "both", "h11"), default="both")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--questions", type=int, default=0, help="only the first N questions of each set")
     ap.add_argument("--pick", default="", help="only these questions of each set, by number (1-based): e.g. 3,7")
@@ -155,10 +158,7 @@ def main() -> int:
     from actors.runtime.llm.local_server import LocalLlamaServer
     from actors.runtime.settings import Settings
 
-    pkg = corpus()
     data = Path(tempfile.mkdtemp(prefix="chorus-bench-"))
-    repos = data / "repos"
-    shutil.copytree(pkg, repos / "eventsourcing", ignore=shutil.ignore_patterns("__pycache__"))
     base = Settings.from_env()
     server = LocalLlamaServer(base)
     server.start()
@@ -171,7 +171,7 @@ def main() -> int:
     results: list[dict] = []
     with Client(settings=settings) as chorus:
 
-        def submit(q: str, system: str):
+        def submit(q: str, system: str, pkg: Path, repos: Path):
             it = args.max_iterations
             if system == "after":
                 return chorus.submit(q, root=pkg, max_iterations=it)
@@ -182,7 +182,12 @@ def main() -> int:
             return chorus.submit(q, agent="orchestrator", root=repos, max_iterations=it)
 
         for set_name in names:
-            questions = json.loads(SETS[set_name].read_text())["questions"]
+            path, package = SETS[set_name]
+            pkg = corpus(package)
+            repos = data / f"repos-{package}"  # the orchestrator's folder of repositories: a copy
+            if not repos.exists():
+                shutil.copytree(pkg, repos / package, ignore=shutil.ignore_patterns("__pycache__"))
+            questions = json.loads(path.read_text())["questions"]
             if args.questions:
                 questions = questions[: args.questions]
             if args.pick:
@@ -194,7 +199,7 @@ def main() -> int:
                     if system == "bare":
                         answer, calls = bare_loop(server.base_url, settings.llm_model, q["q"], pkg, args.max_iterations)
                     else:
-                        run = submit(q["q"], system)
+                        run = submit(q["q"], system, pkg, repos)
                         run.wait()
                         answer = unwrap_answer(run.result.answer or "") if run.result.ok else ""
                         calls = sum(1 for r in chorus.events(run.run_id) if r.event.type_name == "LlmCompleted")

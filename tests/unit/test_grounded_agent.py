@@ -213,6 +213,27 @@ def test_a_run_with_the_agents_own_lookups_replays_identically_with_no_live_call
     assert [(e.type_name, e.payload()) for e in replayed] == [(e.type_name, e.payload()) for e in original]
 
 
+def test_a_run_under_rule_revision_1_replays_identically_with_no_live_call(tmp_path: Path) -> None:
+    calls = []
+
+    def unsure(request: LlmRequest) -> str:  # refused "not found" after the lookup, then a search
+        calls.append(request)
+        if len(calls) == 1:
+            return _step("Not in it.", "answer", answer="Not found in the code")
+        if len(calls) == 2:
+            return _step("Search.", "search_files", query="timeout")
+        return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
+
+    _, original, store, _ = run(tmp_path, unsure, lookups=True, rules=1)
+    assert original[0].rules == 1 and any(e.type_name == "StepRejected" for e in original)
+    replay = ActorShell(ReactAgent(), "agent:replay", store, run_id="replay").load()
+    replay.handle(ReactAgent().start_command(original[0]))
+    (tmp_path / "client.py").unlink()  # nothing is read in a replay
+    drive(replay, ReplayEffects(original), on_events=None)
+    replayed = store.read_stream("agent:replay")
+    assert [(e.type_name, e.payload()) for e in replayed] == [(e.type_name, e.payload()) for e in original]
+
+
 def test_new_runs_of_an_agent_with_find_definition_make_their_own_lookups() -> None:
     specs = [ToolSpec(name=c.name, signature=c.signature(), description=c.description) for c in TOOLS]
     assert ReactAgent.make_start(goal="q", root=".", tools=specs).lookups is True

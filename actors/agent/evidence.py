@@ -360,6 +360,49 @@ def question_name(question: str) -> str | None:
     return None
 
 
+_PRIVATE_NAME = re.compile(r"(?<![\w.])(_+[a-z]\w*)\b")  # `_process_error`: question_name's patterns miss it
+
+
+def question_names(question: str) -> list[str]:
+    """Every code name the question gives (`question_name` is the first of them), without
+    those a longer one holds (`Connection` of `Connection.next_event`)."""
+    found: list[str] = []
+    for pattern in (*_QUESTION_NAMES, _PRIVATE_NAME):
+        for m in pattern.finditer(question):
+            name = m.group(1).rstrip(".")
+            if name.split(".")[0] not in _BUILTINS | _QUESTION_WORDS and len(name) > 2 and name not in found:
+                found.append(name)
+    return [n for n in found if not any(n != o and re.search(rf"(?<!\w){re.escape(n)}(?!\w)", o) for o in found)]
+
+
+def names_shown(question: str, observation: str) -> bool:
+    """Whether a definition the tools showed holds every name the question gives (a member by
+    its own name): what the question asks about is in view, not just one name of several."""
+    return all(
+        re.search(rf"(?<![\w]){re.escape(n.rpartition('.')[2])}(?!\w)", observation) for n in question_names(question)
+    )
+
+
+# The answer says where a name is defined and nothing else ("X is defined in a.py line 45.").
+_ONLY_WHERE = re.compile(
+    r"^\W*[\w.]+\W*\s+(?:is|are)\s+(?:defined|declared|assigned|set)\s+(?:in|at)\s+\S+?(?:,?\s+lines?\s+\d+(?:\s*-\s*\d+)?)?\W*$",
+    re.I,
+)
+_ASKS_WHERE = re.compile(r"\b(where|which (file|module|package|folder)|defined|defines|declared)\b", re.I)
+
+
+def only_where(question: str, answer: str) -> str | None:
+    """Why an answer that only says where a name is defined does not answer a question that
+    does not ask where (for the model), or None."""
+    first = answer.strip().split("\n\n", 1)[0]  # the answer, not its evidence
+    if _ASKS_WHERE.search(question) or not _ONLY_WHERE.match(first):
+        return None
+    return (
+        "Your answer only says where a name is defined, and the question does not ask where. Answer what it asks "
+        "(a value, a name, a message) from a line that states it, or answer \"" + NOT_FOUND + "\"."
+    )
+
+
 # Words a question uses for what code abbreviates.
 _SAME = {
     "maximum": "max", "upper": "max", "most": "max", "largest": "max", "highest": "max",
@@ -622,7 +665,8 @@ def check_answer(
     refuse with a note. `forced` (the last step): a refusal becomes "not found", with the
     unchecked answer named as such. `rules` is the run's rule revision (AgentStarted.rules):
     from 1, a quote in the wrong file is grounded where it is, a value is quoted from code
-    (not a docstring or comment), and an override is quoted by the overriding `def` line."""
+    (not a docstring or comment), and an override is quoted by the overriding `def` line;
+    from 2, an answer saying only where a name is defined answers only a "where" question."""
     text = answer.strip()
     scope = list(scope)
     if is_not_found(text):
@@ -642,6 +686,8 @@ def check_answer(
     if isinstance(checked, str):
         return _refused(checked, text, forced)
     ask = ask_of(question)
+    if rules >= 2 and (why := only_where(question, text)) is not None:
+        return _refused(why, text, forced)
     if rules >= 1 and ask == "value" and in_prose(next((ls for p, ls in shown.items() if p == checked.path), {}), checked.line):
         why = (
             f"Your quote {checked.path}:{checked.line} is from a docstring or a comment, which describes the code. "

@@ -20,6 +20,7 @@ from actors.agent.evidence import (
     check_answer,
     is_not_found,
     lookup_name,
+    names_shown,
     question_name,
     shows_a_value,
     spans,
@@ -181,7 +182,7 @@ def named_scope(state: AgentState) -> list[tuple[str, int, int]]:
     return spans(first.observation) if first is not None else []
 
 
-RULES = 1  # the rule revision new grounded runs with lookups start with (AgentStarted.rules)
+RULES = 2  # the rule revision new grounded runs with lookups start with (AgentStarted.rules)
 ANSWER_FIRST_ASKS = ("value", "base", "override", "name", "any")  # a message is raised elsewhere
 NOT_IN_DEFINITION = (
     "The definition does not show it, then. Search for it now: search_files with a name or a word "
@@ -197,12 +198,15 @@ def answer_first(state: AgentState) -> bool:
     agent's opening lookup found the definition the question names (rules ≥ 1). Not for a
     question asking for a message (raised elsewhere than its class's definition), nor for a
     value the definition shows no likely line for, nor, for other questions, when the
-    definition was shown only in part."""
+    definition was shown only in part. From rule revision 2, only when the definition shows
+    every name the question gives."""
     if state.rules < 1 or state.iteration > 0 or len(state.history) != 1:
         return False
     first, question = state.history[0], question_of(state.goal)
     if not (first.auto and first.thought.startswith(OPENING)) or first.observation.startswith(NO_DEFINITION):
         return False
+    if state.rules >= 2 and not names_shown(question, first.observation):
+        return False  # the question names more than this definition shows: what it asks may be elsewhere
     ask = ask_of(question)
     if ask == "value":  # only when a line of the definition may state it (else the model picks any number)
         return shows_a_value(question, first.observation)

@@ -383,3 +383,42 @@ pkg/rec.py, lines 3-6 of 20:
     assert check_answer(question, "'events'", sig, [lookup], strict=True, scope=spans(lookup), rules=1).answer is not None
     said = check_answer(question, "The recorder's default is 'events'.", sig, [lookup], strict=True, scope=spans(lookup), rules=1)
     assert said.answer is not None  # an apostrophe in prose is not a value
+
+
+# -- rule revision 2 -------------------------------------------------------------------------
+
+
+def test_every_code_name_a_question_gives_without_those_a_longer_one_holds() -> None:
+    from actors.agent.evidence import question_names
+
+    assert question_names("In Connection.next_event, which error_status_hint does RemoteProtocolError carry?") == [
+        "Connection.next_event", "RemoteProtocolError", "error_status_hint",
+    ]
+    assert question_names("Which method of Connection calls _process_error with their_role?") == [
+        "their_role", "_process_error",
+    ]
+    assert question_names("What is the default timeout of HttpClient?") == ["HttpClient"]
+    assert question_names("Which class runs a projection in a thread?") == []
+
+
+def test_a_definition_shows_the_question_when_it_holds_every_name_the_question_gives() -> None:
+    from actors.agent.evidence import names_shown
+
+    shown = "12:     def next_event(self):\n13:         raise RemoteProtocolError('too long', error_status_hint=431)"
+    assert names_shown("In Connection.next_event, which error_status_hint does RemoteProtocolError carry?", shown)
+    assert not names_shown("What error_status_hint does normalize_and_validate give?", "45: self.error_status_hint = hint")
+    assert names_shown("Which class runs a projection in a thread?", "anything")  # no names: nothing missing
+
+
+def test_from_rule_revision_2_an_answer_saying_only_where_a_name_is_defined_answers_only_a_where_question() -> None:
+    shown = ["pkg/config.py, lines 10-12 of 40:\n10: class Settings(BaseSettings):\n11:     timeout = 30\n12:     hint = 400"]
+    question = "Which status hint does Settings give an error?"
+    args = {"source": "pkg/config.py:12", "quote": "hint = 400"}
+    where = "Settings.hint is defined in pkg/config.py line 12."
+    refused = check_answer(question, where, args, shown, rules=2)
+    assert refused.answer is None and "only says where a name is defined" in refused.observation
+    assert check_answer(question, where, args, shown, rules=1).answer is not None  # runs recorded before: as they ran
+    assert check_answer("Where is the status hint of Settings defined?", where, args, shown, rules=2).answer is not None
+    assert check_answer(question, "Settings gives 400.", args, shown, rules=2).answer is not None
+    forced = check_answer(question, where, args, shown, rules=2, forced=True)
+    assert forced.answer.startswith(NOT_FOUND)

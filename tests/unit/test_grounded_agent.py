@@ -335,6 +335,23 @@ def test_no_answer_first_for_a_message_question_or_a_lookup_that_found_nothing(t
         assert "search_files" in requests[0].response_schema["properties"]["action"]["enum"], question
 
 
+def test_from_rule_revision_2_no_answer_first_when_the_definition_does_not_show_every_name_asked(tmp_path: Path) -> None:
+    question = "Which method of HttpClient calls open_socket?"  # open_socket is not in HttpClient's lines
+    for rules, first_actions in ((1, ["answer"]), (2, None)):
+        requests: list[LlmRequest] = []
+
+        def searcher(request: LlmRequest) -> str:
+            requests.append(request)
+            return _step("Not here.", "answer", answer="Not found in the code")
+
+        run(tmp_path, searcher, lookups=True, rules=rules, question=question)
+        enum = requests[0].response_schema["properties"]["action"]["enum"]
+        if first_actions is None:
+            assert "search_files" in enum, rules
+        else:
+            assert enum == first_actions, rules
+
+
 def test_rule_revision_zero_runs_ask_for_a_step_as_before(tmp_path: Path) -> None:
     requests: list[LlmRequest] = []
 

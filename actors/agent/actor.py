@@ -135,7 +135,7 @@ class AgentActor:
                 provider=self.llm,
                 ledger=self.ledger,
             )
-        self._tools[name] = Registry.get_tool(spec.name, spec.topic, **config)
+        self._tools[name] = Registry.get_tool(spec.name, spec.topic, placement=self.settings.placement, **config)
         return self._tools[name]
 
 

@@ -29,6 +29,7 @@ from actors.relay.scheduler import BuilderFinished, RelayState, VerifierFinished
 from actors.relay.session import Turns, relay_builder, relay_verifier, serve_relay
 from actors.runtime.actor_options import restartable
 from actors.runtime.client import Client
+from actors.runtime.placement import ray_options
 from actors.runtime.settings import Settings
 from events.store import ConcurrencyError, EventStore
 
@@ -76,9 +77,10 @@ class RelayActor:
 
     def _remote_turns(self, task_id: str, params: dict[str, Any]) -> Turns:
         run = (self.settings, self.run_id)
-        builder = _spawn(BuilderActor, builder_stream(self.run_id), (*run, task_id, params, self.llm))
+        where = self.settings.placement  # CHORUS_PLACEMENT, role `relay` (its names are relay:RUN:...)
+        builder = _spawn(BuilderActor, builder_stream(self.run_id), (*run, task_id, params, self.llm), where)
         self._turn_actors.append(builder)
-        verifier = _spawn(VerifierActor, verifier_stream(self.run_id), (*run, params, self.llm))
+        verifier = _spawn(VerifierActor, verifier_stream(self.run_id), (*run, params, self.llm), where)
         self._turn_actors.append(verifier)
         return Turns(RemoteBuilder(builder), RemoteVerifier(verifier))
 
@@ -159,17 +161,17 @@ class RemoteVerifier:
         return ray.get(self.handle.verify.remote(state, dict(before or {})))  # type: ignore[no-any-return]
 
 
-def _spawn(actor_class: type, name: str, args: tuple[Any, ...]) -> Any:
-    """A turn actor named `name`; one left by a scheduler that died is killed first (it
-    would die with its owner anyway, but may still hold the name for a moment)."""
+def _spawn(actor_class: type, name: str, args: tuple[Any, ...], placement: str = "") -> Any:
+    """A turn actor named `name`, placed by the `placement` rules (CHORUS_PLACEMENT); one
+    left by a scheduler that died is killed first (it would die with its owner anyway, but
+    may still hold the name for a moment)."""
     import ray
 
+    options = restartable(name=name, num_cpus=0, **ray_options(placement, name))  # a bad rule raises here
     deadline = time.monotonic() + SPAWN_WAIT_S
     while True:
         try:
-            handle = (
-                ray.remote(actor_class).options(**restartable(name=name, num_cpus=0)).remote(*args)
-            )
+            handle = ray.remote(actor_class).options(**options).remote(*args)
         except ValueError:  # the name is taken
             try:
                 ray.kill(ray.get_actor(name), no_restart=True)

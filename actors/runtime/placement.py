@@ -1,8 +1,10 @@
 """Where a run's actors go on a Ray cluster: placement rules, read from `CHORUS_PLACEMENT`.
 
-A rule names an actor role (the part of its name before ':', e.g. `agent` for
-`agent:RUN`, `task`, `relay`, `vectors` for the vector-store actor, or `*` for any
-other) and where that role may run:
+A rule names an actor role (the part of its name before ':') and where that role may
+run. The roles: a run's lead actor by its kind (`agent` for `agent:RUN`, `task`, `relay`),
+`tool` for the tool actors an agent starts, `relay` also for a relay's builder and verifier
+(`relay:RUN:builder`), `synth` and `director` for a simulation's, `vectors` for the
+vector-store actor, and `*` for any role no rule names:
 
     CHORUS_PLACEMENT="agent=resource:chorus_llm+spread, vectors=resource:chorus_vectors"
 

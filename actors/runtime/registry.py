@@ -28,6 +28,7 @@ from importlib.metadata import entry_points
 from typing import Any, ClassVar, TypeVar
 
 from actors.runtime.actor_options import restartable
+from actors.runtime.placement import ray_options
 
 T = TypeVar("T", bound=type)
 
@@ -131,13 +132,15 @@ class Registry:
         return f"{tool_cls.__module__}:{tool_cls.__qualname__}"
 
     @classmethod
-    def get_tool(cls, name: str, topic: str = "", **config: Any) -> Any:
-        """A new Ray actor running the tool (Ray must be initialised)."""
+    def get_tool(cls, name: str, topic: str = "", *, placement: str = "", **config: Any) -> Any:
+        """A new Ray actor running the tool (Ray must be initialised), placed by the
+        `placement` rules (CHORUS_PLACEMENT) of role `tool`."""
         import ray  # lazily: the registry is imported by pure cores, which must not load Ray
 
         tool_cls = cls.tool_class(name, topic)
         # Restarted, and a call cut off by its death re-sent, as every run actor (actor_options).
-        return ray.remote(tool_cls).options(**restartable()).remote(**config)
+        options = restartable(**ray_options(placement, f"tool:{name}"))
+        return ray.remote(tool_cls).options(**options).remote(**config)
 
     @classmethod
     def get_llm(cls, name: str, **config: Any) -> Any:

@@ -21,6 +21,7 @@ from typing import Any
 from actors.runtime.client import new_run_id
 from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.llm.providers import provider_from_settings
+from actors.runtime.placement import ray_options
 from actors.runtime.run import RunLifecycle, Start, run_stream
 from actors.runtime.shell import ActorShell
 from actors.simulation.actors import DEFAULT_SYNTH_PARAMS, DirectorActor, SynthActor
@@ -160,9 +161,12 @@ class Simulation:
         self.client.ensure_ray()
         settings = self.client.settings if self.llm is not None else self.client.ensure_llm()
         canonical = Canonical.load(self.client.store, self.run_id)
-        options = {"max_restarts": 3, "num_cpus": 0}
+        options = {"max_restarts": 3, "num_cpus": 0, "max_task_retries": 0}
+        where = settings.placement  # CHORUS_PLACEMENT, roles `synth` and `director`
         self._synth_actors = {
-            sid: ray.remote(SynthActor).options(**options, max_task_retries=0).remote(settings, self.run_id, sid, self.llm, self.llm_params)
+            sid: ray.remote(SynthActor)
+            .options(**options, **ray_options(where, f"synth:{sid}"))
+            .remote(settings, self.run_id, sid, self.llm, self.llm_params)
             for sid in canonical.synths
         }
         extra = {"check": self.check} if self.check is not None else {}
@@ -170,7 +174,7 @@ class Simulation:
         # next step (a new actor) folds the log again.
         self._director = (
             ray.remote(DirectorActor)
-            .options(max_restarts=0, num_cpus=0)
+            .options(max_restarts=0, num_cpus=0, **ray_options(where, "director"))
             .remote(settings, self.run_id, self._synth_actors, self.config, **extra)
         )
         return self._director

@@ -42,7 +42,8 @@ sys.path.insert(0, str(ROOT))
 SETS = {  # name -> (questions, the installed package they are about)
     "easy": (ROOT.parent / "shared" / "eval" / "agent_eventsourcing.json", "eventsourcing"),
     "hard": (ROOT / "tests" / "bench" / "eval" / "agent_eventsourcing_hard.json", "eventsourcing"),
-    "h11": (ROOT / "tests" / "bench" / "eval" / "agent_h11_heldout.json", "h11"),  # held out: never tuned on
+    "h11": (ROOT / "tests" / "bench" / "eval" / "agent_h11_heldout.json", "h11"),  # rule revision 2 came from it
+    "uvicorn": (ROOT / "tests" / "bench" / "eval" / "agent_uvicorn_heldout.json", "uvicorn"),  # held out: never tuned on
 }
 SYSTEMS = ("after", "before", "researcher", "orchestrator", "bare")
 

@@ -137,3 +137,38 @@ def test_a_relay_turn_actor(ray: FakeRay, turn: str):
     [(cls, options, args, _)] = ray.created
     assert cls is getattr(actor, turn) and args == ("arg",)
     assert options == {**SURVIVES, "name": f"relay:r1:{turn}", "num_cpus": 0}
+
+
+def test_a_tool_actor_is_placed_by_the_rule_of_role_tool(ray: FakeRay, monkeypatch: pytest.MonkeyPatch):
+    from actors.runtime import registry
+    from actors.runtime.registry import Registry, Tool
+
+    class Probe(Tool):
+        def execute(self, text: str = "") -> str:
+            return text
+
+    monkeypatch.setattr(registry, "load_workloads", lambda: None)
+    monkeypatch.setitem(Registry._tools, "probe_options", Probe)
+    Registry.get_tool("probe_options", placement="agent=resource:chorus_llm,tool=spread", root="/tmp")
+    Registry.get_tool("probe_options", placement="agent=resource:chorus_llm", root="/tmp")  # no rule for tools
+    [(_, placed, _, kwargs), (_, unplaced, _, _)] = ray.created
+    assert kwargs == {"root": "/tmp"}  # the placement is not passed on to the tool
+    assert placed == {**SURVIVES, "scheduling_strategy": "SPREAD"}
+    assert unplaced == SURVIVES
+
+
+def test_a_relay_turn_actor_is_placed_by_the_rule_of_role_relay(ray: FakeRay):
+    from actors.relay import actor
+
+    actor._spawn(actor.BuilderActor, "relay:r1:builder", ("arg",), "relay=resource:chorus_llm:0.5")
+    [(_, options, _, _)] = ray.created
+    assert options == {**SURVIVES, "name": "relay:r1:builder", "num_cpus": 0, "resources": {"chorus_llm": 0.5}}
+
+
+def test_a_bad_placement_rule_fails_before_any_relay_turn_actor_is_made(ray: FakeRay):
+    from actors.relay import actor
+    from actors.runtime.placement import PlacementError
+
+    with pytest.raises(PlacementError, match="use resource:NAME"):
+        actor._spawn(actor.BuilderActor, "relay:r1:builder", ("arg",), "relay=somewhere")
+    assert ray.created == []

@@ -4,7 +4,9 @@ The eventsourcing library's `select_events` builds a dict row and a `StoredEvent
 event, which cost as much as decoding ours; rehydrating a stream reads thousands. These
 readers return `(version, topic, state)` tuples instead, for `EventStore.iter_stream`.
 Like events/group_commit.py's batch writers, they are chosen per backend from the
-library's recorder; the in-memory store has none and uses the recorder.
+library's recorder. The in-memory store's readers take the rows from the in-memory
+recorder's per-stream index, walking back from the stream's head, where the recorder's
+`select_events` walks every version of the stream to find those after a snapshot.
 """
 
 from __future__ import annotations
@@ -24,7 +26,9 @@ LatestRows = Callable[[str], tuple["Row | None", list[Row]]]
 
 def stream_rows(backend: str, recorder: Any) -> StreamRows | None:
     """The reader of a stream's stored events as plain tuples for `backend`, by SQL on
-    `recorder`'s table; None: use the recorder (the in-memory store)."""
+    `recorder`'s table (or its in-memory index); None: use the recorder."""
+    if backend == "popo":
+        return _popo_rows(recorder)
     if backend == "sqlite":
         select = (
             f"SELECT originator_version, topic, state FROM {recorder.events_table_name} WHERE originator_id=?"
@@ -59,7 +63,7 @@ def stream_rows(backend: str, recorder: Any) -> StreamRows | None:
                 selects[key] = SQL(text).format(table)  # type: ignore[arg-type]
             params = [stream_id, *(b for b in (gt, lte) if b is not None)]
             with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
-                cur.execute(selects[key], params, prepare=True)
+                cur.execute(selects[key], params, prepare=True, binary=True)  # bytea as bytes, not hex
                 rows = cur.fetchall()
             return [(v, t, b if b.__class__ is bytes else bytes(b)) for v, t, b in rows]
 
@@ -70,8 +74,20 @@ def stream_rows(backend: str, recorder: Any) -> StreamRows | None:
 def latest_rows(backend: str, recorder: Any, snapshots: Any) -> LatestRows | None:
     """The reader of a stream's latest snapshot and the events after it, read together:
     what an actor's load needs. On PostgreSQL one statement (one round trip, where the
-    library's recorders take two); on SQLite both reads in one transaction. None: the
-    in-memory store (read the snapshot, then the stream)."""
+    library's recorders take two); on SQLite both reads in one transaction; in memory,
+    from the index. None: read the snapshot, then the stream."""
+    if backend == "popo":
+        rows, snaps = _popo_rows(recorder), _popo_rows(snapshots)
+        if rows is None or snaps is None:
+            return None
+
+        def memory_latest(stream_id: str) -> tuple[Row | None, list[Row]]:
+            # The highest-version snapshot (they may have been saved out of order).
+            found = snaps(stream_id, None, None)
+            snap = max(found, default=None)
+            return snap, rows(stream_id, snap[0] if snap else None, None)
+
+        return memory_latest
     if backend == "sqlite":
         snap_sql = (f"SELECT originator_version, topic, state FROM {snapshots.events_table_name} "
                     "WHERE originator_id=? ORDER BY originator_version DESC LIMIT 1")
@@ -111,7 +127,7 @@ def latest_rows(backend: str, recorder: Any, snapshots: Any) -> LatestRows | Non
         @retry((InterfaceError, OperationalError), max_attempts=10, wait=0.2)
         def postgres_latest(stream_id: str) -> tuple[Row | None, list[Row]]:
             with recorder.datastore.get_connection() as conn, conn.cursor(row_factory=tuple_row) as cur:
-                cur.execute(query, (stream_id, stream_id), prepare=True)
+                cur.execute(query, (stream_id, stream_id), prepare=True, binary=True)
                 rows = cur.fetchall()
             snap = None
             if rows and rows[0][0] == -1:
@@ -121,6 +137,33 @@ def latest_rows(backend: str, recorder: Any, snapshots: Any) -> LatestRows | Non
 
         return postgres_latest
     return None
+
+
+def _popo_rows(recorder: Any) -> StreamRows | None:
+    """Rows from the in-memory recorder's index (version -> position in its list), read
+    under its lock; None if the recorder is not laid out so (another library version)."""
+    lock = getattr(recorder, "_database_lock", None)
+    index = getattr(recorder, "_stored_events_index", None)
+    stored = getattr(recorder, "_stored_events", None)
+    if lock is None or not isinstance(index, dict) or not isinstance(stored, list):
+        return None
+
+    def popo_rows(stream_id: str, gt: int | None, lte: int | None) -> list[Row]:
+        with lock:
+            versions = index.get(stream_id)  # .get: the index is a defaultdict; add nothing
+            if not versions:
+                return []
+            rows: list[Row] = []
+            for v in reversed(versions):  # from the head back: a tail costs its length
+                if gt is not None and v <= gt:
+                    break
+                if lte is None or v <= lte:
+                    s = stored[versions[v]]
+                    rows.append((v, s.topic, s.state))
+        rows.reverse()
+        return rows
+
+    return popo_rows
 
 
 def _bounded(select: str, mark: str, stream_id: str, gt: int | None, lte: int | None) -> tuple[str, list[Any]]:

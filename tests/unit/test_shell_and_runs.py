@@ -91,6 +91,22 @@ def test_a_snapshot_of_another_schema_version_is_not_used(store, monkeypatch):
     assert fresh.applied("k0") is not None  # keys rebuilt from the events, too
 
 
+def test_a_snapshot_carries_the_most_recent_keys_and_the_tail_adds_its_own(store):
+    from actors.runtime.shell import SNAPSHOT_KEYS
+
+    n = SNAPSHOT_KEYS + 30
+    shell = ActorShell(CounterBehaviour(), "c", store, snapshot_every=n).load()
+    for i in range(n + 5):  # a snapshot at n, five events after it
+        shell.handle(Add(key=f"k{i}", amount=1))
+    fresh = ActorShell(CounterBehaviour(), "c", store).load()
+    assert fresh.replayed_on_load == 5
+    remembered = list(fresh.keys)
+    assert remembered == [f"k{i}" for i in range(n - SNAPSHOT_KEYS, n + 5)]  # oldest first
+    fresh.handle(Add(key=f"k{n - 1}", amount=1))  # the command in flight at the snapshot: known
+    fresh.handle(Add(key=f"k{n + 4}", amount=1))  # the last one: known
+    assert store.stream_version("c") == n + 5 and fresh.state.total == n + 5
+
+
 def test_the_oldest_key_is_forgotten_first_and_a_key_used_again_is_the_newest(store, monkeypatch):
     monkeypatch.setattr("actors.runtime.shell.MAX_REMEMBERED_KEYS", 3)
     shell = ActorShell(CounterBehaviour(), "c", store, snapshot_every=0).load()

@@ -141,7 +141,7 @@ def bare_loop(base_url: str, model: str, question: str, root: Path, max_iteratio
 
 def main() -> int:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--set", choices=("easy", "hard", "both", "h11"), default="both")
+    ap.add_argument("--set", choices=("easy", "hard", "both", *(s for s in SETS if s not in ("easy", "hard"))), default="both")
     ap.add_argument("--systems", default=",".join(SYSTEMS))
     ap.add_argument("--questions", type=int, default=0, help="only the first N questions of each set")
     ap.add_argument("--pick", default="", help="only these questions of each set, by number (1-based): e.g. 3,7")

@@ -89,7 +89,7 @@ def test_racing_writers_one_winner_per_stream_and_version(store):
     version and appends 1-3 events at it. Exactly one writer wins each (stream, round);
     the losers write nothing; versions stay contiguous."""
     writers, rounds, streams = 16, 6, ["a", "b", "c"]
-    barrier = threading.Barrier(writers)
+    barrier = threading.Barrier(writers, timeout=60)  # a writer that died breaks it: fail, not hang
     outcomes: list[tuple[int, str, int, str]] = []
     lock = threading.Lock()
 

@@ -197,8 +197,47 @@ def _values(quote: str) -> set[str]:
     return out
 
 
-def ask_of(question: str) -> str:
-    """What the question asks for: name, base, override, message, value or any."""
+# Rule revision 3: what a "which/what ..." question asks for is its head phrase, the words
+# between the question word and the verb or preposition after them ("Which close code does
+# ... use when an incoming message ..." asks for a code, not a message).
+_HEAD = re.compile(
+    r"^\s*(?:which|what)\s+(?:(?:is|are|was|were)\s+)?(?:(?:the|a|an)\s+)?(?!(?:does|do|did)\b)(?P<head>(?:[\w.-]+\s+){0,3}?[\w.-]+?)"
+    r"\s+(?:does|do|did|is|are|was|were|will|would|can|could|should|has|have|of|that|when|in|for|to|from|if|on|at|by|with)\b",
+    re.I,
+)
+_HEAD_MESSAGE = re.compile(r"\b(message|text|wording|warning)s?\b", re.I)
+_HEAD_VALUE = re.compile(
+    r"\b(code|number|default|value|size|limit|timeout|port|count|status|interval|threshold|"
+    r"delay|length|rate|version|range|amount|capacity)s?\b",
+    re.I,
+)
+
+
+_SAYS = re.compile(r"^\s*what\s+does\s+\S+(?:\s+\S+){0,3}?\s+(?:log|print|say|warn|write|emit)\b", re.I)
+
+
+def head_ask(question: str) -> str | None:
+    """What a "which/what X ..." question asks for, from its head phrase X alone: message,
+    value, or None when the head names neither (the whole question decides then). "What
+    does Name.method log ..." asks for a message (dotted names included)."""
+    if _SAYS.match(question):
+        return "message"
+    m = _HEAD.match(question)
+    if m is None:
+        return None
+    head = m["head"]
+    if _HEAD_MESSAGE.search(head):
+        return "message"
+    if _HEAD_VALUE.search(head):
+        return "value"
+    return None
+
+
+def ask_of(question: str, rules: int = 0) -> str:
+    """What the question asks for: name, base, override, message, value or any. From rule
+    revision 3, a "which/what X ..." question's head phrase X decides first (`head_ask`)."""
+    if rules >= 3 and (head := head_ask(question)) is not None:
+        return head
     for kind, pattern in _ASKS:
         if pattern.search(question):
             return kind
@@ -211,14 +250,15 @@ def _without_citations(answer: str) -> str:
 
 
 def mismatch(
-    question: str, answer: str, quote: str, classes: Mapping[str, tuple[str, ...]] | None = None, *, strict: bool = False
+    question: str, answer: str, quote: str, classes: Mapping[str, tuple[str, ...]] | None = None, *, strict: bool = False,
+    rules: int = 0,
 ) -> str | None:
     """Why the quote does not answer what the question asks (for the model), or None.
     `classes` (class → bases, from the class lines the tools showed) lets a two-hop question
     quote the class line of a base of the class it names. `strict` (runs started with the
     agent's own lookups): an answer to a value question must give a value its quote holds."""
     classes = classes or {}
-    ask = ask_of(question)
+    ask = ask_of(question, rules)
     q = quote
     name = _name_hint(q) or _name_hint(answer)
     read_it = f"find_definition(name='{name}')" if name else "find_definition of the name you found"
@@ -666,7 +706,8 @@ def check_answer(
     unchecked answer named as such. `rules` is the run's rule revision (AgentStarted.rules):
     from 1, a quote in the wrong file is grounded where it is, a value is quoted from code
     (not a docstring or comment), and an override is quoted by the overriding `def` line;
-    from 2, an answer saying only where a name is defined answers only a "where" question."""
+    from 2, an answer saying only where a name is defined answers only a "where" question;
+    from 3, a "which/what X ..." question asks for what its head phrase X names (`head_ask`)."""
     text = answer.strip()
     scope = list(scope)
     if is_not_found(text):
@@ -685,7 +726,7 @@ def check_answer(
     checked = ground(shown, cite, strict=strict, relocate=rules >= 1)
     if isinstance(checked, str):
         return _refused(checked, text, forced)
-    ask = ask_of(question)
+    ask = ask_of(question, rules)
     if rules >= 2 and (why := only_where(question, text)) is not None:
         return _refused(why, text, forced)
     if rules >= 1 and ask == "value" and in_prose(next((ls for p, ls in shown.items() if p == checked.path), {}), checked.line):
@@ -705,7 +746,7 @@ def check_answer(
             shown_overrides = any(_OVERRIDE_SPAN.search(str(o or "")) for o in observations)
             refused = _refused(why, text, forced)
             return _stay(refused) if shown_overrides else refused
-    away = outside(checked, scope) if strict and ask_of(question) == "value" else None
+    away = outside(checked, scope) if strict and ask == "value" else None
     if away is not None:  # a value asked of a named definition is read from that definition
         path, a, b = away
         why = (
@@ -715,7 +756,7 @@ def check_answer(
         )
         refused = _refused(why, text, forced)
         return refused if forced else Verdict(None, why, read=(path, a))
-    if strict and ask_of(question) == "override" and scope and outside(checked, scope) is None:
+    if strict and ask == "override" and scope and outside(checked, scope) is None:
         # the named method's own line: the override is elsewhere
         member = (question_name(question) or "").rpartition(".")[2]
         asked = set(re.findall(r"\b[A-Z]\w+", question))
@@ -734,10 +775,10 @@ def check_answer(
             f"{owner}. Answer with the class whose override you quote."
         )
         return _stay(_refused(why, text, forced))
-    wrong = mismatch(question, text, checked.text, class_lines(shown), strict=strict)
+    wrong = mismatch(question, text, checked.text, class_lines(shown), strict=strict, rules=rules)
     if rules >= 1 and owner:  # a line of the override the answer names: its `def` line is not needed
         wrong = None
-    if wrong is not None and strict and ask_of(question) == "value":
+    if wrong is not None and strict and ask == "value":
         resolved = through_names(question, text, checked, shown)
         if resolved is None and rules >= 1:  # the named definition's best line for the question holds it
             resolved = through_scope(question, text, scope, shown)

@@ -182,7 +182,7 @@ def named_scope(state: AgentState) -> list[tuple[str, int, int]]:
     return spans(first.observation) if first is not None else []
 
 
-RULES = 2  # the rule revision new grounded runs with lookups start with (AgentStarted.rules)
+RULES = 3  # the rule revision new grounded runs with lookups start with (AgentStarted.rules)
 ANSWER_FIRST_ASKS = ("value", "base", "override", "name", "any")  # a message is raised elsewhere
 NOT_IN_DEFINITION = (
     "The definition does not show it, then. Search for it now: search_files with a name or a word "
@@ -207,7 +207,7 @@ def answer_first(state: AgentState) -> bool:
         return False
     if state.rules >= 2 and not names_shown(question, first.observation):
         return False  # the question names more than this definition shows: what it asks may be elsewhere
-    ask = ask_of(question)
+    ask = ask_of(question, state.rules)
     if ask == "value":  # only when a line of the definition may state it (else the model picks any number)
         return shows_a_value(question, first.observation)
     # anything else: only when the definition was shown whole (a long class's outline is cut)

@@ -362,19 +362,44 @@ def _render_one(index: SymbolIndex, m: Match, lines: Sequence[str]) -> list[str]
     return head + body
 
 
+MAX_SIGNATURE_LINES = 60  # of a constructor's signature, shown whole in its class's outline
+
+
+def _signature_end(lines: Sequence[str], start: int, end: int) -> int:
+    """The last line of the `def` signature that starts at `start` (its line ending in ':'
+    outside brackets), at most `end`."""
+    depth = 0
+    for n in range(start, min(end, len(lines)) + 1):
+        text = lines[n - 1].split("#", 1)[0]
+        depth += sum(text.count(c) for c in "([{") - sum(text.count(c) for c in ")]}")
+        if depth <= 0 and text.rstrip().endswith(":"):
+            return n
+    return start
+
+
 def _outline(index: SymbolIndex, d: Definition, lines: Sequence[str]) -> list[str]:
     """A class as its header line(s) and the first line of each member: attributes (the whole
-    assignment, up to 3 lines), methods and nested classes, in line order; no docstring."""
+    assignment, up to 3 lines), methods and nested classes, in line order; no docstring.
+    The constructor's signature is shown whole: its parameters' defaults are what a class's
+    defaults are (a class with many parameters spreads them over dozens of lines)."""
     members = sorted(index.members(d), key=lambda m: m.line)
     header_end = d.line
     while header_end < min(d.end_line, len(lines)) and not lines[header_end - 1].rstrip().endswith(":"):
         header_end += 1
     numbers: list[int] = list(range(d.line, header_end + 1))
+    signature: list[int] = []
     for m in members:
-        last = min(m.end_line, m.line + 2) if m.kind == "attribute" else m.line
+        if m.kind == "attribute":
+            last = min(m.end_line, m.line + 2)
+        elif m.name == "__init__" and m.kind in ("method", "function"):
+            last = _signature_end(lines, m.line, min(m.end_line, m.line + MAX_SIGNATURE_LINES - 1))
+            signature = list(range(m.line, last + 1))
+        else:
+            last = m.line
         numbers += [n for n in range(m.line, last + 1) if n not in numbers]
     numbers = sorted(n for n in set(numbers) if 1 <= n <= len(lines))
-    shown = numbers[:MAX_BODY_LINES]
+    # The cap counts the constructor's signature as one line: it is shown whole.
+    shown = numbers[: MAX_BODY_LINES + max(0, len(signature) - 1)]
     body = [f"{d.path}, outline of class {d.qualname}, lines {d.line}-{d.end_line} of {len(lines)} (members' first lines):"]
     body += _numbered(lines, shown)
     if len(numbers) > len(shown):

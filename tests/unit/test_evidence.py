@@ -3,6 +3,8 @@ quote against what the tools showed, and of the quote against what the question 
 
 from __future__ import annotations
 
+import pytest
+
 from actors.agent.evidence import (
     NOT_FOUND,
     Citation,
@@ -422,3 +424,21 @@ def test_from_rule_revision_2_an_answer_saying_only_where_a_name_is_defined_answ
     assert check_answer(question, "Settings gives 400.", args, shown, rules=2).answer is not None
     forced = check_answer(question, where, args, shown, rules=2, forced=True)
     assert forced.answer.startswith(NOT_FOUND)
+
+
+@pytest.mark.parametrize(
+    "question, rule2, rule3",
+    [
+        ("Which close code does Session.on_frame send when an incoming message is too large?", "message", "value"),
+        ("What KeyError message does Registry.get raise for an unknown name?", "message", "message"),
+        ("What is the message of the error Loader.load raises for an empty file?", "message", "message"),
+        ("What is the default port of Server?", "value", "value"),
+        ("Which status codes does Reply.check accept without raising?", "any", "value"),
+        ("Which class does Loader subclass?", "base", "base"),  # a head naming neither: as before
+        ("What does Pool.close log when a worker is still busy?", "any", "message"),  # a dotted name
+        ("Which method of Pool calls drain?", "name", "name"),
+    ],
+)
+def test_rule_3_a_which_what_questions_head_phrase_decides_what_it_asks(question, rule2, rule3):
+    assert ask_of(question, 2) == rule2  # recorded runs of rule revision 2 are judged as they ran
+    assert ask_of(question, 3) == rule3

@@ -208,3 +208,25 @@ def test_a_variable_local_to_a_function_is_found_where_it_is_assigned(tmp_path: 
     both = find_definition(tmp_path, "interval_ms")
     assert "assigned in 2 place(s)" in both and "5:         interval_ms = min(" in both
     assert find_definition(tmp_path, "nowhere_at_all").startswith("No definition named")
+
+
+def test_a_class_outline_shows_its_whole_constructor_signature(tmp_path: Path) -> None:
+    """A class's defaults are its constructor's parameters: a signature spread over more lines
+    than an outline shows is shown whole; the body of the constructor is not."""
+    params = "".join(f"        option_{i}: int = {1000 + i},\n" for i in range(45))
+    (tmp_path / "big.py").write_text(
+        "class Big:\n"
+        "    def __init__(\n"
+        "        self,\n"
+        f"{params}"
+        "        label: str = 'x)(:',  # brackets in a string\n"
+        "    ) -> None:\n"
+        "        print('a body line')\n"
+        "        self.size = 3\n"
+        + "".join(f"    def m{i}(self):\n        pass\n" for i in range(5))
+    )
+    out = find_definition(tmp_path, "Big")
+    assert "option_44: int = 1044," in out and "label: str = 'x)(:'," in out and ") -> None:" in out
+    assert "a body line" not in out  # the constructor's body stays out of the outline
+    assert "self.size = 3" in out  # but the attributes it sets are members, as before
+    assert "def m4(self):" in out  # the members after it are still listed

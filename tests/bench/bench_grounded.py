@@ -43,7 +43,8 @@ SETS = {  # name -> (questions, the installed package they are about)
     "easy": (ROOT.parent / "shared" / "eval" / "agent_eventsourcing.json", "eventsourcing"),
     "hard": (ROOT / "tests" / "bench" / "eval" / "agent_eventsourcing_hard.json", "eventsourcing"),
     "h11": (ROOT / "tests" / "bench" / "eval" / "agent_h11_heldout.json", "h11"),  # rule revision 2 came from it
-    "uvicorn": (ROOT / "tests" / "bench" / "eval" / "agent_uvicorn_heldout.json", "uvicorn"),  # held out: never tuned on
+    "uvicorn": (ROOT / "tests" / "bench" / "eval" / "agent_uvicorn_heldout.json", "uvicorn"),  # rule revision 3 came from it
+    "tenacity": (ROOT / "tests" / "bench" / "eval" / "agent_tenacity_heldout.json", "tenacity"),  # held out: never tuned on
 }
 SYSTEMS = ("after", "before", "researcher", "orchestrator", "bare")
 

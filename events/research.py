@@ -35,6 +35,9 @@ class ResearchRequested(Event):
     budget: Budget = Budget()
     grounded: bool = False  # the loop's answers quote their line (False: recorded before that existed)
     lookups: bool = False  # the loop reads the definitions the question names itself (AgentStarted.lookups)
+    # The report opens with the loop's checked answer, or says plainly that none was found
+    # (False: recorded before that existed; such a report is the model's text alone).
+    states_answer: bool = False
 
 
 @event_type("IndexingStarted")

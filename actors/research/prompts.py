@@ -136,9 +136,31 @@ def sources(history: Sequence[HistoryItem]) -> list[str]:
     return list(seen)
 
 
-def final_report(content: str, history: Sequence[HistoryItem]) -> str:
-    """The model's markdown, with a Sources section listing what the tools actually showed."""
+NO_ANSWER = "Not found in the code: no line the tools showed answers the objective."
+
+
+def stated_answer(answer: str | None) -> str:
+    """What a report states as its answer: the loop's checked answer (grounded ones end with
+    their `Evidence:` line), or, with none, plainly that nothing was found."""
+    text = unwrap_answer(answer).strip() if answer else ""
+    if not text:
+        return NO_ANSWER + " (the step limit came first)" if answer is None else NO_ANSWER
+    return text
+
+
+def final_report(content: str, history: Sequence[HistoryItem], answer: str | None = None) -> str:
+    """The model's markdown, with a Sources section listing what the tools actually showed.
+    With `answer` (runs that state their answer), an `## Answer` section holding it comes
+    right after the report's title, so the checked answer, or "not found", is never left to
+    the model's paraphrase."""
     body = content.strip() or "# Research report\n\n(the model wrote nothing)"
+    if answer is not None:
+        title, _, rest = body.partition("\n")
+        section = f"## Answer\n\n{answer.strip()}\n"
+        if title.startswith("# "):
+            body = f"{title}\n\n{section}" + (f"\n{rest.strip()}" if rest.strip() else "")
+        else:
+            body = f"{section}\n{body}"
     cited = sources(history)
     if cited:
         body += "\n\n## Sources\n" + "\n".join(f"- `{c}`" for c in cited)

@@ -55,6 +55,7 @@ class StartResearch(Command):
     budget: Budget = Budget()
     grounded: bool = False
     lookups: bool = False
+    states_answer: bool = False
 
 
 class ResearchState(State):
@@ -69,6 +70,7 @@ class ResearchState(State):
     budget: Budget = Budget()
     grounded: bool = False
     lookups: bool = False
+    states_answer: bool = False
     plan: list[str] = []
     index_summary: str = ""
     agent: AgentState = AgentState()
@@ -144,6 +146,7 @@ class Researcher(Behaviour[ResearchState]):
     def make_start(cls, *, goal: str, root: str, tools: list[ToolSpec], repo: str | None = None, **kw: Any) -> StartResearch:
         kw.setdefault("grounded", reads_code(tools))
         kw.setdefault("lookups", bool(kw["grounded"]) and FIND_DEFINITION in [t.name for t in tools])
+        kw.setdefault("states_answer", bool(kw["grounded"]))
         return StartResearch(key="start", objective=goal, repo_url=repo, root=root, tools=tools, **kw)
 
     # -- decide ---------------------------------------------------------------------------
@@ -179,7 +182,8 @@ class Researcher(Behaviour[ResearchState]):
             if isinstance(result, LlmFailed):
                 return [*command.events, ResearchFailed(error=result.error)]
             assert isinstance(result, LlmCompleted)
-            report = prompts.final_report(result.content, state.agent.history)
+            stated = prompts.stated_answer(state.agent.answer) if state.states_answer else None
+            report = prompts.final_report(result.content, state.agent.history, answer=stated)
             return [*command.events, ReportWritten(final_report=report)]
         raise TypeError(f"researcher cannot handle {type(command).__name__} while {state.status}")
 
@@ -246,6 +250,7 @@ class Researcher(Behaviour[ResearchState]):
                 objective=event.objective, repo_url=event.repo_url, root=event.root,
                 agent_tools=event.tools, max_iterations=event.max_iterations, model=event.model,
                 params=event.params, budget=event.budget, grounded=event.grounded, lookups=event.lookups,
+                states_answer=event.states_answer,
             )
         elif isinstance(event, IndexingCompleted):
             up.update(status="planning", root=event.root, index_summary=event.summary)

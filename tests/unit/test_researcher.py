@@ -150,3 +150,36 @@ def test_a_new_research_run_reads_the_definition_its_question_names_before_its_l
     assert seen == ["Ledger.record"] and [e.args for e in auto] == [{"name": "Ledger.record"}]
     assert shell.state.status == "completed" and "self.rows.append(p)" in shell.state.agent.answer
     assert shell.state == rebuild(Researcher(), events)
+
+
+def test_a_report_that_states_its_answer_opens_with_the_loops_checked_answer_or_says_none_was_found():
+    grounded = "Ledger.record records payments.\n\nEvidence: pkg/ledger.py:3: def record(self, payment):"
+    report = prompts.final_report("# Payments\n\nThey are recorded by the ledger.", [], answer=grounded)
+    assert report.startswith("# Payments\n\n## Answer\n\nLedger.record records payments.")
+    assert "Evidence: pkg/ledger.py:3: def record(self, payment):" in report
+    assert report.index("## Answer") < report.index("They are recorded")  # the model's text follows
+    assert prompts.final_report("no title here", [], answer="x").startswith("## Answer\n\nx\n\nno title here")
+    assert prompts.stated_answer("<answer>Not found in the code</answer>") == "Not found in the code"
+    assert prompts.stated_answer(None).startswith(prompts.NO_ANSWER)  # the step limit came first
+    assert prompts.stated_answer("<answer> </answer>") == prompts.NO_ANSWER
+
+
+def test_a_run_stating_its_answer_carries_the_loops_answer_and_one_recorded_before_does_not():
+    new = run(fake_research.researcher)
+    state = new.state
+    assert state.states_answer is False  # `run` builds the command itself, as runs recorded before did
+    assert "## Answer" not in state.answer
+
+    shell = ActorShell(Researcher(), "agent:r2", EventStore("memory://"), run_id="r2").load()
+    start = Researcher.make_start(goal="Where are payments recorded?", root="/cwd", tools=[SEARCH], repo="/r",
+                                  max_iterations=4, model="m", grounded=False)
+    assert start.states_answer is False  # states its answer when grounded (a grounded loop's answer is checked)
+    grounded = Researcher.make_start(goal="q", root="/cwd", tools=[SEARCH], repo="/r", grounded=True)
+    assert grounded.states_answer is True
+    shell.handle(start.model_copy(update={"states_answer": True}))
+    tools = local_invoker({"index_repository": Tool(_index_ok), "repository_search": Tool(_search)})
+    drive(shell, LiveEffects(LlmGateway(ScriptedProvider(fake_research.researcher)), tools))
+    report = shell.state.answer
+    assert report.startswith("# Where payments are recorded\n\n## Answer\n\n")
+    assert prompts.stated_answer(shell.state.agent.answer) in report
+    assert rebuild(Researcher(), shell.store.read_stream("agent:r2")) == shell.state

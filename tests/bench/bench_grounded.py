@@ -57,6 +57,9 @@ def corpus(package: str) -> Path:
 
 def verdict(answer: str, expect: list[str]) -> str:
     text = answer.strip()
+    stated = re.search(r"^## Answer\s*\n(?P<a>.*?)(?=^## |\Z)", text, re.M | re.S)
+    if stated:  # a researcher's report that states its answer is judged by that answer alone
+        text = stated["a"].strip()
     if not text or re.match(r"^\W*not found", text, re.I):
         return "not found"
     return "right" if all(e.lower() in text.lower() for e in expect) else "wrong"

@@ -156,11 +156,12 @@ def final_report(content: str, history: Sequence[HistoryItem], answer: str | Non
     body = content.strip() or "# Research report\n\n(the model wrote nothing)"
     if answer is not None:
         title, _, rest = body.partition("\n")
-        section = f"## Answer\n\n{answer.strip()}\n"
-        if title.startswith("# "):
-            body = f"{title}\n\n{section}" + (f"\n{rest.strip()}" if rest.strip() else "")
-        else:
-            body = f"{section}\n{body}"
+        if not title.startswith("# "):
+            title, rest = "# Research report", body
+        rest = rest.strip()
+        if rest and not rest.startswith("## "):  # the section ends where the model's text begins
+            rest = f"## Report\n\n{rest}"
+        body = f"{title}\n\n## Answer\n\n{answer.strip()}\n" + (f"\n{rest}" if rest else "")
     cited = sources(history)
     if cited:
         body += "\n\n## Sources\n" + "\n".join(f"- `{c}`" for c in cited)

@@ -157,8 +157,10 @@ def test_a_report_that_states_its_answer_opens_with_the_loops_checked_answer_or_
     report = prompts.final_report("# Payments\n\nThey are recorded by the ledger.", [], answer=grounded)
     assert report.startswith("# Payments\n\n## Answer\n\nLedger.record records payments.")
     assert "Evidence: pkg/ledger.py:3: def record(self, payment):" in report
-    assert report.index("## Answer") < report.index("They are recorded")  # the model's text follows
-    assert prompts.final_report("no title here", [], answer="x").startswith("## Answer\n\nx\n\nno title here")
+    assert report.index("## Answer") < report.index("## Report\n\nThey are recorded")  # the model's text follows
+    assert prompts.final_report("no title here", [], answer="x").startswith(
+        "# Research report\n\n## Answer\n\nx\n\n## Report\n\nno title here"
+    )
     assert prompts.stated_answer("<answer>Not found in the code</answer>") == "Not found in the code"
     assert prompts.stated_answer(None).startswith(prompts.NO_ANSWER)  # the step limit came first
     assert prompts.stated_answer("<answer> </answer>") == prompts.NO_ANSWER

@@ -178,6 +178,7 @@ _ASKS: list[tuple[str, re.Pattern[str]]] = [
     ("name", re.compile(r"\b(which|what) (method|function|class|exception|attribute|constant|variable|property|decorator)\b"
                         r"(?! does \w+ (subclass|inherit))", re.I)),
 ]
+_ASKED_KIND = re.compile(r"\b(which|what) (method|function|class|exception|attribute|constant|variable|property|decorator)\b", re.I)
 _LITERAL = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])|(['\"]).+?\1|\b(True|False|None)\b")
 _STRING = re.compile(r"[fbr]?(['\"])(?P<s>.+?)\1")
 _NUMBER = re.compile(r"(?<![\w.:/-])-?\d+(?:\.\d+)?(?![\w])")
@@ -293,6 +294,18 @@ def mismatch(
         if strict and not named and re.search(r"\b(class|exception)\b", question, re.I):
             # a one-word class name (`Projection`): capitalised words, sentence words aside
             named = [w for w in re.findall(r"\b[A-Z][a-z0-9]\w*", _without_citations(answer)) if w not in _SENTENCE_WORDS]
+        if rules >= 4 and named:
+            # Rule revision 4: the answer to "which method/function/class" is a name the
+            # question does not give; that name, not one the question gave, must be on the quote.
+            given = set(re.findall(r"\w+", question))  # every word of it, dotted names' parts included
+            new = [n for n in named if n.split(".")[-1] not in given]
+            if not new:
+                kind = m.group(2) if (m := _ASKED_KIND.search(question)) else "name"
+                return (
+                    f"The question asks which {kind}, and your answer names only what the question gives "
+                    f"({', '.join(f'`{n}`' for n in named[:3])}). Name the {kind} and quote its `def` or `class` line."
+                )
+            named = new
         if named and not any(re.search(rf"(?<![\w.]){re.escape(n.split('.')[-1])}(?!\w)", q) for n in named):
             return (
                 f"Your answer names {', '.join(f'`{n}`' for n in named[:3])}, and your quote does not show "
@@ -707,7 +720,9 @@ def check_answer(
     from 1, a quote in the wrong file is grounded where it is, a value is quoted from code
     (not a docstring or comment), and an override is quoted by the overriding `def` line;
     from 2, an answer saying only where a name is defined answers only a "where" question;
-    from 3, a "which/what X ..." question asks for what its head phrase X names (`head_ask`)."""
+    from 3, a "which/what X ..." question asks for what its head phrase X names (`head_ask`);
+    from 4, a "which method/function/class" answer names one the question does not give, and
+    that name is on its quote."""
     text = answer.strip()
     scope = list(scope)
     if is_not_found(text):

@@ -182,7 +182,7 @@ def named_scope(state: AgentState) -> list[tuple[str, int, int]]:
     return spans(first.observation) if first is not None else []
 
 
-RULES = 3  # the rule revision new grounded runs with lookups start with (AgentStarted.rules)
+RULES = 4  # the rule revision new grounded runs with lookups start with (AgentStarted.rules)
 ANSWER_FIRST_ASKS = ("value", "base", "override", "name", "any")  # a message is raised elsewhere
 NOT_IN_DEFINITION = (
     "The definition does not show it, then. Search for it now: search_files with a name or a word "

@@ -442,3 +442,23 @@ def test_from_rule_revision_2_an_answer_saying_only_where_a_name_is_defined_answ
 def test_rule_3_a_which_what_questions_head_phrase_decides_what_it_asks(question, rule2, rule3):
     assert ask_of(question, 2) == rule2  # recorded runs of rule revision 2 are judged as they ran
     assert ask_of(question, 3) == rule3
+
+
+def test_rule_4_a_which_function_answer_names_one_the_question_does_not_give_and_quotes_it():
+    from actors.agent.evidence import mismatch
+
+    q = "Reporter.label gets a name from a helper. Which function of the helpers module does it call?"
+    line = "def get_callback_name(cb: typing.Callable[..., typing.Any]) -> str:"  # its def line, as before
+    right = "It calls `get_callback_name`."
+    wrong_name = "It calls `get_fn_name`."
+    only_given = "`Reporter.label` calls it."
+    assert mismatch(q, right, line, rules=4) is None
+    assert "does not show" in mismatch(q, wrong_name, "    def __init__(self, retry_state: 'Reporter') -> None:", rules=4)
+    assert mismatch(q, only_given, "    def label(self):", rules=3) is None  # as rule 3 judged it
+    assert "names only what the question gives" in mismatch(q, only_given, "    def label(self):", rules=4)
+    # A question naming the function it asks about elsewhere (a caller): the caller's name is new.
+    q2 = "Which method of Conn calls _process_error when reading fails?"
+    assert "names only what the question gives" in mismatch(
+        q2, "The method that calls `_process_error` is in `_connection.py`.", "    self._process_error(role)", rules=4
+    )
+    assert mismatch(q2, "`next_event` calls it.", "    def next_event(self):", rules=4) is None

@@ -73,8 +73,16 @@ def test_plain_words_are_a_request_not_bad_input():
 # -- whole workflows ------------------------------------------------------------------------------
 
 
-def test_a_matched_request_runs_the_template_and_records_which_and_why():
-    result, store, provider = execute("Summarize README.md please", ["It is the project's front page."])
+@pytest.fixture
+def workspace(tmp_path):
+    """A folder with a README of its own: the repository's README grows, and the template's
+    token limit would fail a test reading it."""
+    (tmp_path / "README.md").write_text("# A project\n\nIt does one thing, and says so here.\n")
+    return str(tmp_path)
+
+
+def test_a_matched_request_runs_the_template_and_records_which_and_why(workspace):
+    result, store, provider = execute("Summarize README.md please", ["It is the project's front page."], workspace=workspace)
     assert result.status == "COMPLETE" and result.content == "It is the project's front page."
     assert provider.calls == 1 and "Summarize the file README.md" in provider.requests[0].messages[-1]["content"]
     events = store.read_stream(task_stream("w1"))
@@ -103,6 +111,6 @@ def test_a_match_missing_a_required_parameter_fails_and_names_it():
 
 
 @pytest.mark.parametrize("given", [{"path": "README.md"}])
-def test_explicit_params_complete_a_match(given):
-    result, _, provider = execute("summarize the file", ["A summary."], params=given)
+def test_explicit_params_complete_a_match(given, workspace):
+    result, _, provider = execute("summarize the file", ["A summary."], params=given, workspace=workspace)
     assert result.status == "COMPLETE" and provider.calls == 1

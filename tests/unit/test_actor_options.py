@@ -113,19 +113,29 @@ def test_a_lead_actors_placement_joins_its_restart_options(ray: FakeRay):
     }  # fmt: skip
 
 
-def test_a_tool_actor(ray: FakeRay, monkeypatch: pytest.MonkeyPatch):
+class _Probe:
+    def execute(self, text: str = "") -> str:
+        return text
+
+
+@pytest.fixture
+def probe(monkeypatch: pytest.MonkeyPatch) -> type:
+    """A tool registered as `probe_options`, with the registry's workload loading off."""
     from actors.runtime import registry
     from actors.runtime.registry import Registry, Tool
 
-    class Probe(Tool):
-        def execute(self, text: str = "") -> str:
-            return text
-
+    cls = type("Probe", (_Probe, Tool), {})
     monkeypatch.setattr(registry, "load_workloads", lambda: None)
-    monkeypatch.setitem(Registry._tools, "probe_options", Probe)
+    monkeypatch.setitem(Registry._tools, "probe_options", cls)
+    return cls
+
+
+def test_a_tool_actor(ray: FakeRay, probe: type):
+    from actors.runtime.registry import Registry
+
     Registry.get_tool("probe_options", root="/tmp")
     [(cls, options, args, kwargs)] = ray.created
-    assert cls is Probe and args == () and kwargs == {"root": "/tmp"}
+    assert cls is probe and args == () and kwargs == {"root": "/tmp"}
     assert options == SURVIVES
 
 
@@ -139,16 +149,9 @@ def test_a_relay_turn_actor(ray: FakeRay, turn: str):
     assert options == {**SURVIVES, "name": f"relay:r1:{turn}", "num_cpus": 0}
 
 
-def test_a_tool_actor_is_placed_by_the_rule_of_role_tool(ray: FakeRay, monkeypatch: pytest.MonkeyPatch):
-    from actors.runtime import registry
-    from actors.runtime.registry import Registry, Tool
+def test_a_tool_actor_is_placed_by_the_rule_of_role_tool(ray: FakeRay, probe: type):
+    from actors.runtime.registry import Registry
 
-    class Probe(Tool):
-        def execute(self, text: str = "") -> str:
-            return text
-
-    monkeypatch.setattr(registry, "load_workloads", lambda: None)
-    monkeypatch.setitem(Registry._tools, "probe_options", Probe)
     Registry.get_tool("probe_options", placement="agent=resource:chorus_llm,tool=spread", root="/tmp")
     Registry.get_tool("probe_options", placement="agent=resource:chorus_llm", root="/tmp")  # no rule for tools
     [(_, placed, _, kwargs), (_, unplaced, _, _)] = ray.created

@@ -8,7 +8,7 @@ one cited in a file no tool showed (a mistyped path) takes the one file that sho
 answer with no quote is accepted only as "not found in the code".
 
 `mismatch` is the verify step, a rule: it compares what the question asks for (a value, a
-message, a base class) with what the quote holds. A question asking for a value whose quote
+message, a base class: actors/agent/asks.py) with what the quote holds. A question asking for a value whose quote
 holds only a name, or an answer whose number is not in its quote, sends the agent back to read
 the definition.
 
@@ -18,11 +18,12 @@ from its log with the same verdicts.
 
 from __future__ import annotations
 
-import builtins
 import re
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from actors.agent.asks import ASKED_KIND, CAMEL_NAME, SENTENCE_WORDS, ask_of, question_name
 
 NOT_FOUND = "Not found in the code"
 _NOT_FOUND = re.compile(
@@ -167,18 +168,6 @@ def ground(
 
 # -- the verify step -----------------------------------------------------------------------------
 
-_ASKS: list[tuple[str, re.Pattern[str]]] = [
-    ("base", re.compile(r"\b(subclass(es)?|inherits?|inherited|base class(es)?|derives?|derived|parent class|superclass)\b", re.I)),
-    ("message", re.compile(r"\b(message|error text|text of|what does [\w ]+ (say|print|log)|wording|says)\b", re.I)),
-    ("override", re.compile(r"\b(overrides?|overridden|overriding|redefines?)\b", re.I)),
-    ("value", re.compile(
-        r"\b(default|value|how (many|much|long|often)|what (number|size|limit|timeout|port|version|length)|"
-        r"maximum|minimum|max\w*|min|limit|set to|initial|constant|threshold|interval|capacity|\w*size|"
-        r"\w*len|length|upper|lower|at most|at least|falls? back)\b", re.I)),
-    ("name", re.compile(r"\b(which|what) (method|function|class|exception|attribute|constant|variable|property|decorator)\b"
-                        r"(?! does \w+ (subclass|inherit))", re.I)),
-]
-_ASKED_KIND = re.compile(r"\b(which|what) (method|function|class|exception|attribute|constant|variable|property|decorator)\b", re.I)
 _LITERAL = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])|(['\"]).+?\1|\b(True|False|None)\b")
 _STRING = re.compile(r"[fbr]?(['\"])(?P<s>.+?)\1")
 _NUMBER = re.compile(r"(?<![\w.:/-])-?\d+(?:\.\d+)?(?![\w])")
@@ -196,53 +185,6 @@ def _values(quote: str) -> set[str]:
     out |= {m["s"] for m in _STRING.finditer(quote) if m["s"].strip()}
     out |= set(re.findall(r"\b(True|False|None)\b", quote))
     return out
-
-
-# Rule revision 3: what a "which/what ..." question asks for is its head phrase, the words
-# between the question word and the verb or preposition after them ("Which close code does
-# ... use when an incoming message ..." asks for a code, not a message).
-_HEAD = re.compile(
-    r"^\s*(?:which|what)\s+(?:(?:is|are|was|were)\s+)?(?:(?:the|a|an)\s+)?(?!(?:does|do|did)\b)(?P<head>(?:[\w.-]+\s+){0,3}?[\w.-]+?)"
-    r"\s+(?:does|do|did|is|are|was|were|will|would|can|could|should|has|have|of|that|when|in|for|to|from|if|on|at|by|with)\b",
-    re.I,
-)
-_HEAD_MESSAGE = re.compile(r"\b(message|text|wording|warning)s?\b", re.I)
-_HEAD_VALUE = re.compile(
-    r"\b(code|number|default|value|size|limit|timeout|port|count|status|interval|threshold|"
-    r"delay|length|rate|version|range|amount|capacity)s?\b",
-    re.I,
-)
-
-
-_SAYS = re.compile(r"^\s*what\s+does\s+\S+(?:\s+\S+){0,3}?\s+(?:log|print|say|warn|write|emit)\b", re.I)
-
-
-def head_ask(question: str) -> str | None:
-    """What a "which/what X ..." question asks for, from its head phrase X alone: message,
-    value, or None when the head names neither (the whole question decides then). "What
-    does Name.method log ..." asks for a message (dotted names included)."""
-    if _SAYS.match(question):
-        return "message"
-    m = _HEAD.match(question)
-    if m is None:
-        return None
-    head = m["head"]
-    if _HEAD_MESSAGE.search(head):
-        return "message"
-    if _HEAD_VALUE.search(head):
-        return "value"
-    return None
-
-
-def ask_of(question: str, rules: int = 0) -> str:
-    """What the question asks for: name, base, override, message, value or any. From rule
-    revision 3, a "which/what X ..." question's head phrase X decides first (`head_ask`)."""
-    if rules >= 3 and (head := head_ask(question)) is not None:
-        return head
-    for kind, pattern in _ASKS:
-        if pattern.search(question):
-            return kind
-    return "any"
 
 
 def _without_citations(answer: str) -> str:
@@ -272,7 +214,7 @@ def mismatch(
             )
         quoted = re.search(r"\bclass\s+(\w+)", q)
         if quoted and not _about(quoted.group(1), question, classes):
-            asked = ", ".join(_CAMEL_NAME.findall(question)) or "the class the question names"
+            asked = ", ".join(CAMEL_NAME.findall(question)) or "the class the question names"
             return (
                 f"Your quote is the class line of {quoted.group(1)}, but the question asks about {asked}. "
                 "Quote the class line of the class the question asks about."
@@ -293,14 +235,14 @@ def mismatch(
         named = _code_names(answer)
         if strict and not named and re.search(r"\b(class|exception)\b", question, re.I):
             # a one-word class name (`Projection`): capitalised words, sentence words aside
-            named = [w for w in re.findall(r"\b[A-Z][a-z0-9]\w*", _without_citations(answer)) if w not in _SENTENCE_WORDS]
+            named = [w for w in re.findall(r"\b[A-Z][a-z0-9]\w*", _without_citations(answer)) if w not in SENTENCE_WORDS]
         if rules >= 4 and named:
             # Rule revision 4: the answer to "which method/function/class" is a name the
             # question does not give; that name, not one the question gave, must be on the quote.
             given = set(re.findall(r"\w+", question))  # every word of it, dotted names' parts included
             new = [n for n in named if n.split(".")[-1] not in given]
             if not new:
-                kind = m.group(2) if (m := _ASKED_KIND.search(question)) else "name"
+                kind = m.group(2) if (m := ASKED_KIND.search(question)) else "name"
                 return (
                     f"The question asks which {kind}, and your answer names only what the question gives "
                     f"({', '.join(f'`{n}`' for n in named[:3])}). Name the {kind} and quote its `def` or `class` line."
@@ -367,7 +309,7 @@ def mismatch(
 _DOTTED_NAME = re.compile(r"\b([A-Z]\w*(?:\.[A-Za-z_]\w*)+)")
 # A capitalised word after the first word ("the Repository class"), the last resort.
 _CAPITALISED = re.compile(r"(?<=[\w,;(] )([A-Z][a-z]{2,}\w*)\b")
-_CAMEL_NAME = re.compile(r"\b([A-Z][a-z0-9]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+)\b")
+
 
 
 def lookup_name(question: str, answer: str, done: Iterable[str]) -> str | None:
@@ -375,65 +317,13 @@ def lookup_name(question: str, answer: str, done: Iterable[str]) -> str | None:
     or a CamelCase/CONSTANT name from the question, else from the answer, not looked up yet."""
     seen = {str(d).strip().strip("`()").lower() for d in done}
     for text in (question, answer):
-        for pattern in (_DOTTED_NAME, _CAMEL_NAME, _CAPITALISED):
+        for pattern in (_DOTTED_NAME, CAMEL_NAME, _CAPITALISED):
             for m in pattern.finditer(text):
                 name = m.group(1).rstrip(".")
                 low = name.lower()
                 if low not in seen and not any(d.startswith(low + ".") for d in seen):
                     return name
     return None
-
-
-# Names a question gives as code, most specific first: `Class.member` (or `member()` of one),
-# CamelCase, CONSTANT_CASE, snake_case, and a capitalised word said to be a class.
-_QUESTION_NAMES = (
-    re.compile(r"\b([A-Z]\w*\.[A-Za-z_]\w*)(?:\(\))?"),
-    _CAMEL_NAME,
-    re.compile(r"\b([A-Z][A-Z0-9]*_[A-Z0-9_]+)\b"),
-    re.compile(r"`?\b([a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b`?(?:\(\))?"),
-    re.compile(r"\b([A-Z][a-z]\w*) (?:class|object|instance|exception|method|function)\b"),
-    re.compile(r"\b(?:class|exception) ([A-Z]\w+)\b"),
-)
-# Python's own names: a question naming one is not asking where the package defines it.
-_BUILTINS = frozenset(n for n in dir(builtins) if n[:1].isupper()) | {"Python", "Enum", "Generic", "Protocol"}
-_SENTENCE_WORDS = frozenset(
-    "The It Its This That These Those A An In If For When Which What Where How Evidence Not Python Yes No Line File".split()
-)
-_QUESTION_WORDS = frozenset("Which What Where When Why How Who Whose Does Do Is Are Can The This That In If For".split())
-
-
-def question_name(question: str) -> str | None:
-    """The name whose definition the agent reads before the model's first step: the most
-    specific code name the question gives (Python's built-ins aside), or None."""
-    for pattern in _QUESTION_NAMES:
-        for m in pattern.finditer(question):
-            name = m.group(1).rstrip(".")
-            if name.split(".")[0] not in _BUILTINS | _QUESTION_WORDS and len(name) > 2:
-                return name
-    return None
-
-
-_PRIVATE_NAME = re.compile(r"(?<![\w.])(_+[a-z]\w*)\b")  # `_process_error`: question_name's patterns miss it
-
-
-def question_names(question: str) -> list[str]:
-    """Every code name the question gives (`question_name` is the first of them), without
-    those a longer one holds (`Connection` of `Connection.next_event`)."""
-    found: list[str] = []
-    for pattern in (*_QUESTION_NAMES, _PRIVATE_NAME):
-        for m in pattern.finditer(question):
-            name = m.group(1).rstrip(".")
-            if name.split(".")[0] not in _BUILTINS | _QUESTION_WORDS and len(name) > 2 and name not in found:
-                found.append(name)
-    return [n for n in found if not any(n != o and re.search(rf"(?<!\w){re.escape(n)}(?!\w)", o) for o in found)]
-
-
-def names_shown(question: str, observation: str) -> bool:
-    """Whether a definition the tools showed holds every name the question gives (a member by
-    its own name): what the question asks about is in view, not just one name of several."""
-    return all(
-        re.search(rf"(?<![\w]){re.escape(n.rpartition('.')[2])}(?!\w)", observation) for n in question_names(question)
-    )
 
 
 # The answer says where a name is defined and nothing else ("X is defined in a.py line 45.").
@@ -775,7 +665,7 @@ def check_answer(
         # the named method's own line: the override is elsewhere
         member = (question_name(question) or "").rpartition(".")[2]
         asked = set(re.findall(r"\b[A-Z]\w+", question))
-        cls = next((c for c in re.findall(r"\b([A-Z]\w+)", _without_citations(text)) if c not in asked | _SENTENCE_WORDS), None)
+        cls = next((c for c in re.findall(r"\b([A-Z]\w+)", _without_citations(text)) if c not in asked | SENTENCE_WORDS), None)
         why = (
             f"Your quote {checked.path}:{checked.line} is the method the question names, not its override. Quote the "
             "`def` line of the overriding method in the subclass (its definition lists where it is overridden)."

@@ -15,13 +15,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
+from actors.agent.asks import ask_of, names_shown, question_name
 from actors.agent.evidence import (
-    ask_of,
     check_answer,
     is_not_found,
     lookup_name,
-    names_shown,
-    question_name,
     shows_a_value,
     spans,
 )

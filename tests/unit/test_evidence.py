@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import pytest
 
+from actors.agent.asks import ask_of
 from actors.agent.evidence import (
     NOT_FOUND,
     Citation,
     Grounded,
-    ask_of,
     check_answer,
     citation,
     ground,
@@ -197,7 +197,7 @@ def test_pointer_lines_are_the_lines_sharing_the_most_words_with_the_question() 
 
 
 def test_the_name_a_question_gives_most_specifically() -> None:
-    from actors.agent.evidence import question_name
+    from actors.agent.asks import question_name
 
     assert question_name("What message does DispatchQueue.put() raise?") == "DispatchQueue.put"
     assert question_name("Which class does QueueFullError subclass, besides TimeoutError?") == "QueueFullError"
@@ -391,7 +391,7 @@ pkg/rec.py, lines 3-6 of 20:
 
 
 def test_every_code_name_a_question_gives_without_those_a_longer_one_holds() -> None:
-    from actors.agent.evidence import question_names
+    from actors.agent.asks import question_names
 
     assert question_names("In Connection.next_event, which error_status_hint does RemoteProtocolError carry?") == [
         "Connection.next_event", "RemoteProtocolError", "error_status_hint",
@@ -404,7 +404,7 @@ def test_every_code_name_a_question_gives_without_those_a_longer_one_holds() -> 
 
 
 def test_a_definition_shows_the_question_when_it_holds_every_name_the_question_gives() -> None:
-    from actors.agent.evidence import names_shown
+    from actors.agent.asks import names_shown
 
     shown = "12:     def next_event(self):\n13:         raise RemoteProtocolError('too long', error_status_hint=431)"
     assert names_shown("In Connection.next_event, which error_status_hint does RemoteProtocolError carry?", shown)

@@ -38,6 +38,9 @@ class ResearchRequested(Event):
     # The report opens with the loop's checked answer, or says plainly that none was found
     # (False: recorded before that existed; such a report is the model's text alone).
     states_answer: bool = False
+    # The grounded agent's rule revision its loop starts with (AgentStarted.rules; 0 for runs
+    # recorded before a research loop took the revisions).
+    rules: int = 0
 
 
 @event_type("IndexingStarted")

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from actors.agent.react import BUDGET_ERRORS, FIND_DEFINITION, AgentState, ReactAgent, opening_lookup, reads_code
+from actors.agent.react import BUDGET_ERRORS, FIND_DEFINITION, RULES, AgentState, ReactAgent, opening_lookup, reads_code
 from actors.agent.react import next_effect as agent_next_effect
 from actors.research import prompts
 from actors.runtime.behaviour import Behaviour, Command
@@ -56,6 +56,7 @@ class StartResearch(Command):
     grounded: bool = False
     lookups: bool = False
     states_answer: bool = False
+    rules: int = 0
 
 
 class ResearchState(State):
@@ -71,6 +72,7 @@ class ResearchState(State):
     grounded: bool = False
     lookups: bool = False
     states_answer: bool = False
+    rules: int = 0
     plan: list[str] = []
     index_summary: str = ""
     agent: AgentState = AgentState()
@@ -147,6 +149,7 @@ class Researcher(Behaviour[ResearchState]):
         kw.setdefault("grounded", reads_code(tools))
         kw.setdefault("lookups", bool(kw["grounded"]) and FIND_DEFINITION in [t.name for t in tools])
         kw.setdefault("states_answer", bool(kw["grounded"]))
+        kw.setdefault("rules", RULES if kw["lookups"] else 0)
         return StartResearch(key="start", objective=goal, repo_url=repo, root=root, tools=tools, **kw)
 
     # -- decide ---------------------------------------------------------------------------
@@ -228,6 +231,7 @@ class Researcher(Behaviour[ResearchState]):
             budget=state.budget,
             grounded=state.grounded,
             lookups=state.lookups,
+            rules=state.rules,
         )
         first = opening_lookup(state.objective, [t.name for t in state.agent_tools]) if state.lookups else None
         return [*recorded, PlanMade(steps=plan), start, *([first] if first else [])]
@@ -250,7 +254,7 @@ class Researcher(Behaviour[ResearchState]):
                 objective=event.objective, repo_url=event.repo_url, root=event.root,
                 agent_tools=event.tools, max_iterations=event.max_iterations, model=event.model,
                 params=event.params, budget=event.budget, grounded=event.grounded, lookups=event.lookups,
-                states_answer=event.states_answer,
+                states_answer=event.states_answer, rules=event.rules,
             )
         elif isinstance(event, IndexingCompleted):
             up.update(status="planning", root=event.root, index_summary=event.summary)

@@ -185,3 +185,24 @@ def test_a_run_stating_its_answer_carries_the_loops_answer_and_one_recorded_befo
     assert report.startswith("# Where payments are recorded\n\n## Answer\n\n")
     assert prompts.stated_answer(shell.state.agent.answer) in report
     assert rebuild(Researcher(), shell.store.read_stream("agent:r2")) == shell.state
+
+
+def test_a_grounded_research_loop_starts_with_the_agents_rule_revision_and_older_runs_with_none():
+    from actors.agent.react import RULES
+    from actors.runtime.registry import Registry
+
+    find = Registry.tool_class("find_definition")
+    tools = [SEARCH, ToolSpec(name="find_definition", signature=find.signature(), description=find.description)]
+    assert Researcher.make_start(goal="q", root="/cwd", tools=tools, grounded=True).rules == RULES
+    assert Researcher.make_start(goal="q", root="/cwd", tools=[SEARCH], grounded=False).rules == 0
+    shell = run(fake_research.researcher)  # a command built without the field, as runs recorded before
+    started = next(e for e in shell.store.read_stream("agent:r1") if e.type_name == "AgentStarted")
+    assert started.rules == 0 and shell.state.agent.rules == 0
+    shell = ActorShell(Researcher(), "agent:r3", EventStore("memory://"), run_id="r3").load()
+    start = StartResearch(key="start", objective="Where are payments recorded?", repo_url="/r", root="/cwd",
+                          tools=[SEARCH], max_iterations=4, model="m", rules=RULES)
+    shell.handle(start)
+    invoke = local_invoker({"index_repository": Tool(_index_ok), "repository_search": Tool(_search)})
+    drive(shell, LiveEffects(LlmGateway(ScriptedProvider(fake_research.researcher)), invoke))
+    started = next(e for e in shell.store.read_stream("agent:r3") if e.type_name == "AgentStarted")
+    assert started.rules == RULES and rebuild(Researcher(), shell.store.read_stream("agent:r3")) == shell.state

@@ -5,6 +5,8 @@ retrieval methods side by side, measured in one run (actors/codeqa/evaluation.py
     embedding          plain vector search over the repository's Qdrant index (built if needed)
     lexical            BM25 over the same chunks, code-aware tokens (actors/index/lexical.py)
     hybrid             embedding and lexical fused by reciprocal rank fusion (actors/index/hybrid.py)
+    hybrid-defs        as hybrid, with a third ranking fused in: the chunks that define a code name
+                       the question gives (actors/index/names.py)
     embedding-headers  as embedding, chunks embedded with their class/function header
     hybrid-headers     as hybrid, over the chunks embedded with headers (a second collection)
     rerank-llm         hybrid-headers, its top 5 files reordered by the LLM from their chunk headers

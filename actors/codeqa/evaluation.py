@@ -31,13 +31,14 @@ from actors.index.vectors import collection_for, open_index
 
 Ranker = Callable[[str], list[str]]
 KS = (1, 5, 10)
-# method -> (ranking of the index, chunks embedded with headers)
-INDEX_METHODS: dict[str, tuple[str, bool]] = {
-    "embedding": ("dense", False),
-    "lexical": ("lexical", False),
-    "hybrid": ("hybrid", False),
-    "embedding-headers": ("dense", True),
-    "hybrid-headers": ("hybrid", True),
+# method -> (ranking of the index, chunks embedded with headers, weight of the definitions ranking)
+INDEX_METHODS: dict[str, tuple[str, bool, float]] = {
+    "embedding": ("dense", False, 0.0),
+    "lexical": ("lexical", False, 0.0),
+    "hybrid": ("hybrid", False, 0.0),
+    "hybrid-defs": ("hybrid", False, 1.0),
+    "embedding-headers": ("dense", True, 0.0),
+    "hybrid-headers": ("hybrid", True, 0.0),
 }
 LLM_METHODS = ("rerank-llm", "hyde", "hybrid-hyde")  # methods that call the LLM
 METHODS = ("keyword", *INDEX_METHODS, *LLM_METHODS)
@@ -288,8 +289,9 @@ def rankers(
         if m == "keyword":
             out[m] = keyword_ranker(root)
         elif m in INDEX_METHODS:
-            ranking, headers = INDEX_METHODS[m]
-            out[m] = index_ranker(root, settings, embedder, ranking=ranking, headers=headers, log=log)
+            ranking, headers, weight = INDEX_METHODS[m]
+            config = HybridConfig(definition_weight=weight) if weight else None
+            out[m] = index_ranker(root, settings, embedder, ranking=ranking, headers=headers, config=config, log=log)
         elif m == "rerank-llm":
             out[m] = rerank_llm_ranker(root, settings, embedder, context, log=log)
         elif m == "hybrid-hyde":

@@ -22,6 +22,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from actors.index.lexical import RRF_K, LexicalIndex, fuse
+from actors.index.names import DefinitionIndex
 from actors.index.vectors import Hit, IndexMissing, Manifest, StoredChunk, VectorIndex
 
 RANKINGS = ("dense", "lexical", "hybrid")
@@ -34,6 +35,7 @@ class HybridConfig:
     lexical_weight: float = 1.0
     rrf_k: int = RRF_K
     candidates: int = 50  # chunks taken from each side before fusing
+    definition_weight: float = 0.0  # the third ranking: chunks defining a name the question gives
 
 
 @dataclass
@@ -41,6 +43,7 @@ class _Lexical:
     fingerprint: str
     chunks: list[StoredChunk]
     index: LexicalIndex
+    definitions: DefinitionIndex
     seconds: float  # to read the chunks and build the index
 
 
@@ -72,7 +75,8 @@ def lexical_view(index: VectorIndex, collection: str, manifest: Manifest) -> _Le
     started = time.perf_counter()
     chunks = index.chunks(collection)
     lexical = LexicalIndex([(c.path, f"{c.header}\n{c.text}" if c.header else c.text) for c in chunks])
-    view = _Lexical(stamp, chunks, lexical, time.perf_counter() - started)
+    definitions = DefinitionIndex([(c.text, c.language) for c in chunks])
+    view = _Lexical(stamp, chunks, lexical, definitions, time.perf_counter() - started)
     _cache[key] = view
     _cache.move_to_end(key)
     while len(_cache) > _CACHED:
@@ -92,10 +96,31 @@ def lexical_search(
 ) -> list[Hit]:
     """BM25 over the collection's chunks; the score is BM25's."""
     view = lexical_view(index, collection, manifest or complete_manifest(index, collection))
-    allowed = None
-    if path_prefix or language:
-        allowed = [_passes(c, path_prefix, language) for c in view.chunks]
+    allowed = _allowed(view, path_prefix, language)
     return [_hit(view.chunks[h.row], h.score) for h in view.index.search(query, limit=limit, allowed=allowed)]
+
+
+def definition_search(
+    index: VectorIndex,
+    collection: str,
+    query: str,
+    *,
+    limit: int = 10,
+    path_prefix: str | None = None,
+    language: str | None = None,
+    manifest: Manifest | None = None,
+) -> list[Hit]:
+    """The chunks that define a code name `query` gives (`actors.index.names`), most names
+    first; the score is the number of names defined."""
+    view = lexical_view(index, collection, manifest or complete_manifest(index, collection))
+    rows = view.definitions.rank(query, limit=limit, allowed=_allowed(view, path_prefix, language))
+    return [_hit(view.chunks[r], float(len(rows) - i)) for i, r in enumerate(rows)]
+
+
+def _allowed(view: _Lexical, path_prefix: str | None, language: str | None) -> list[bool] | None:
+    if not (path_prefix or language):
+        return None
+    return [_passes(c, path_prefix, language) for c in view.chunks]
 
 
 def search_index(
@@ -129,17 +154,26 @@ def search_index(
     lexical = lexical_search(
         index, collection, query, limit=depth, path_prefix=path_prefix, language=language, manifest=manifest
     )
-    return fuse_hits(dense, lexical, cfg)[:limit]
+    defined: list[Hit] = []
+    if cfg.definition_weight:
+        defined = definition_search(
+            index, collection, query, limit=depth, path_prefix=path_prefix, language=language, manifest=manifest
+        )
+    return fuse_hits(dense, lexical, cfg, defined)[:limit]
 
 
-def fuse_hits(dense: Sequence[Hit], lexical: Sequence[Hit], config: HybridConfig) -> list[Hit]:
-    """The two rankings of chunks fused (RRF); a chunk is known by path and line range."""
+def fuse_hits(
+    dense: Sequence[Hit], lexical: Sequence[Hit], config: HybridConfig, defined: Sequence[Hit] = ()
+) -> list[Hit]:
+    """The rankings of chunks fused (RRF): dense, lexical and, with a definition weight, the
+    chunks defining the question's names; a chunk is known by path and line range."""
     by_key: dict[tuple[str, int, int], Hit] = {}
-    for h in [*dense, *lexical]:
+    for h in [*dense, *lexical, *defined]:
         by_key.setdefault((h.path, h.start_line, h.end_line), h)
+    rankings = [[(h.path, h.start_line, h.end_line) for h in hits] for hits in (dense, lexical, defined)]
     fused = fuse(
-        [[(h.path, h.start_line, h.end_line) for h in dense], [(h.path, h.start_line, h.end_line) for h in lexical]],
-        [config.dense_weight, config.lexical_weight],
+        rankings,
+        [config.dense_weight, config.lexical_weight, config.definition_weight],
         config.rrf_k,
     )
     out = []

@@ -11,7 +11,7 @@ import hashlib
 import pytest
 
 import actors.index.searcher as searcher_module
-from actors.index.hybrid import lexical_view, search_index
+from actors.index.hybrid import HybridConfig, definition_search, lexical_view, search_index
 from actors.index.indexer import index_repository
 from actors.index.vectors import PLAIN_SCHEMA, IndexMissing, collection_for, open_index
 from actors.runtime.settings import Settings
@@ -138,6 +138,27 @@ def test_reindexing_keeps_the_lexical_and_dense_sides_in_step(settings, repo):
     assert "shop/tariff.py" not in {p for p, _, _ in both}
     assert _files(settings, repo, "tariff surcharge", embedder, "lexical") == []
     assert "shop/tariff.py" not in _files(settings, repo, "tariff surcharge", embedder, "hybrid", limit=100)
+
+
+def test_the_definitions_ranking_puts_the_file_defining_a_named_class_first(settings, repo):
+    # a test module says Cart and total many times; cart.py defines them once
+    calls = "".join(f"\n\ndef test_compute_total_{i}():\n    cart = Cart()\n    cart.add('x', {i})\n    assert cart.total() == {i}\n" for i in range(12))
+    (repo / "shop" / "test_cart.py").write_text(f'"""Tests of Cart.total."""\nfrom shop.cart import Cart\n{calls}')
+    embedder = HashEmbedder()
+    _index(settings, repo, embedder)
+    query = "How does the Cart class compute the total?"
+    assert _files(settings, repo, query, embedder, "lexical")[0] == "shop/test_cart.py"
+    with open_index(settings) as index:
+        collection = collection_for(str(repo))
+        defined = definition_search(index, collection, query)
+        assert [h.path for h in defined] == ["shop/cart.py"]
+        assert definition_search(index, collection, query, path_prefix="shop/test_cart.py") == []
+        lexical_only = HybridConfig(dense_weight=0.0)
+        with_defs = HybridConfig(dense_weight=0.0, definition_weight=1.0)
+        assert search_index(index, collection, query, embed=embedder.embed, config=lexical_only)[0].path == "shop/test_cart.py"
+        assert search_index(index, collection, query, embed=embedder.embed, config=with_defs)[0].path == "shop/cart.py"
+        # a question naming no code finds no definitions: the fusion is the other two sides'
+        assert definition_search(index, collection, "which function makes payloads smaller") == []
 
 
 def test_an_unfinished_index_is_not_searched_by_either_side(settings, repo):

@@ -45,15 +45,33 @@ SETS = {  # name -> (questions, the installed package they are about)
     "h11": (ROOT / "tests" / "bench" / "eval" / "agent_h11_heldout.json", "h11"),  # rule revision 2 came from it
     "uvicorn": (ROOT / "tests" / "bench" / "eval" / "agent_uvicorn_heldout.json", "uvicorn"),  # rule revision 3 came from it
     "tenacity": (ROOT / "tests" / "bench" / "eval" / "agent_tenacity_heldout.json", "tenacity"),  # rule revision 4 came from it
-    "pluggy": (ROOT / "tests" / "bench" / "eval" / "agent_pluggy_heldout.json", "pluggy"),  # held out: never tuned on
+    "pluggy": (ROOT / "tests" / "bench" / "eval" / "agent_pluggy_heldout.json", "pluggy"),  # rule revision 4 measured on it
+    # held out: never tuned on; not the installed version, so its wheel is fetched (`corpus`)
+    "packaging": (ROOT / "tests" / "bench" / "eval" / "agent_packaging_heldout.json", "packaging==25.0"),
 }
 SYSTEMS = ("after", "before", "researcher", "orchestrator", "bare")
 
 
 def corpus(package: str) -> Path:
+    """The source folder of an installed package, or for `name==version` that release's wheel
+    from PyPI, unpacked once under ~/.cache/chorus/heldout."""
     import importlib
 
-    return Path(importlib.import_module(package).__file__).parent
+    if "==" not in package:
+        return Path(importlib.import_module(package).__file__).parent
+    name, version = package.split("==")
+    base = Path.home() / ".cache" / "chorus" / "heldout" / f"{name}-{version}"
+    folder = base / name
+    if not folder.is_dir():
+        import subprocess
+        import zipfile
+
+        wheels = base / "wheels"
+        subprocess.run([sys.executable, "-m", "pip", "download", "--quiet", "--no-deps", "--only-binary=:all:",
+                        "-d", str(wheels), package], check=True)
+        with zipfile.ZipFile(next(wheels.glob("*.whl"))) as wheel:
+            wheel.extractall(base)
+    return folder
 
 
 def verdict(answer: str, expect: list[str]) -> str:
@@ -190,9 +208,9 @@ def main() -> int:
         for set_name in names:
             path, package = SETS[set_name]
             pkg = corpus(package)
-            repos = data / f"repos-{package}"  # the orchestrator's folder of repositories: a copy
+            repos = data / f"repos-{pkg.name}"  # the orchestrator's folder of repositories: a copy
             if not repos.exists():
-                shutil.copytree(pkg, repos / package, ignore=shutil.ignore_patterns("__pycache__"))
+                shutil.copytree(pkg, repos / pkg.name, ignore=shutil.ignore_patterns("__pycache__"))
             questions = json.loads(path.read_text())["questions"]
             if args.questions:
                 questions = questions[: args.questions]

@@ -86,12 +86,28 @@ SENTENCE_WORDS = frozenset(
     "The It Its This That These Those A An In If For When Which What Where How Evidence Not Python Yes No Line File".split()
 )
 _QUESTION_WORDS = frozenset("Which What Where When Why How Who Whose Does Do Is Are Can The This That In If For".split())
+# Rule revision 5: the same names with Python's private prefix (`_LAST_GLIBC_MINOR`,
+# `_TrimmedRelease`, `_parse_version`), which `\b` before a capital or a letter never matched.
+_PRIVATE_NAMES = (
+    re.compile(r"(?<!\w)(_*[A-Z]\w*\.[A-Za-z_]\w*)(?:\(\))?"),
+    re.compile(r"(?<!\w)(_*(?:[A-Z][a-z0-9]+[A-Z]\w*|[A-Z]{2,}[a-z]\w*|[A-Z][A-Z0-9]*_[A-Z0-9_]+))\b"),
+    re.compile(r"(?<!\w)(_*[A-Z][A-Z0-9]*_[A-Z0-9_]+)\b"),
+    re.compile(r"`?(?<!\w)(_*[a-z][a-z0-9]*(?:_[a-z0-9]+)+)\b`?(?:\(\))?"),
+    re.compile(r"(?<!\w)(_*[A-Z][a-z]\w*) (?:class|object|instance|exception|method|function)\b"),
+    re.compile(r"\b(?:class|exception) (_*[A-Z]\w+)\b"),
+)
+PRIVATE_RULES = 5
 
 
-def question_name(question: str) -> str | None:
+def _name_patterns(rules: int) -> tuple[re.Pattern[str], ...]:
+    return _PRIVATE_NAMES if rules >= PRIVATE_RULES else _QUESTION_NAMES
+
+
+def question_name(question: str, rules: int = 0) -> str | None:
     """The name whose definition the agent reads before the model's first step: the most
-    specific code name the question gives (Python's built-ins aside), or None."""
-    for pattern in _QUESTION_NAMES:
+    specific code name the question gives (Python's built-ins aside), or None. From rule
+    revision 5, names with a leading underscore too."""
+    for pattern in _name_patterns(rules):
         for m in pattern.finditer(question):
             name = m.group(1).rstrip(".")
             if name.split(".")[0] not in _BUILTINS | _QUESTION_WORDS and len(name) > 2:
@@ -102,11 +118,11 @@ def question_name(question: str) -> str | None:
 _PRIVATE_NAME = re.compile(r"(?<![\w.])(_+[a-z]\w*)\b")  # `_process_error`: question_name's patterns miss it
 
 
-def question_names(question: str) -> list[str]:
+def question_names(question: str, rules: int = 0) -> list[str]:
     """Every code name the question gives (`question_name` is the first of them), without
     those a longer one holds (`Connection` of `Connection.next_event`)."""
     found: list[str] = []
-    for pattern in (*_QUESTION_NAMES, _PRIVATE_NAME):
+    for pattern in (*_name_patterns(rules), _PRIVATE_NAME):
         for m in pattern.finditer(question):
             name = m.group(1).rstrip(".")
             if name.split(".")[0] not in _BUILTINS | _QUESTION_WORDS and len(name) > 2 and name not in found:
@@ -114,9 +130,10 @@ def question_names(question: str) -> list[str]:
     return [n for n in found if not any(n != o and re.search(rf"(?<!\w){re.escape(n)}(?!\w)", o) for o in found)]
 
 
-def names_shown(question: str, observation: str) -> bool:
+def names_shown(question: str, observation: str, rules: int = 0) -> bool:
     """Whether a definition the tools showed holds every name the question gives (a member by
     its own name): what the question asks about is in view, not just one name of several."""
     return all(
-        re.search(rf"(?<![\w]){re.escape(n.rpartition('.')[2])}(?!\w)", observation) for n in question_names(question)
+        re.search(rf"(?<![\w]){re.escape(n.rpartition('.')[2])}(?!\w)", observation)
+        for n in question_names(question, rules)
     )

@@ -500,7 +500,8 @@ _SETS_A_VALUE = re.compile(r"""^\s*[\w.]+\s*(?::[^=]+)?=\s*(-?\d+(?:\.\d+)?|[rbu
 
 
 def through_scope(
-    question: str, answer: str, scope: Iterable[tuple[str, int, int]], shown: Mapping[str, Mapping[int, str]]
+    question: str, answer: str, scope: Iterable[tuple[str, int, int]], shown: Mapping[str, Mapping[int, str]],
+    rules: int = 0,
 ) -> Grounded | None:
     """A value the answer gives, quoted from the wrong line: the line of the definition the
     question names (`scope`) that matches the question best among its lines of code holding a
@@ -509,7 +510,7 @@ def through_scope(
     said = set(_NUMBER.findall(_without_citations(answer))) | {m["s"] for m in _STRING.finditer(answer)}
     if not said:
         return None
-    asked = _terms(question) - _terms(question_name(question) or "")  # what is asked of the definition, not its name
+    asked = _terms(question) - _terms(question_name(question, rules) or "")  # what is asked of the definition, not its name
     options = []
     for path, a, b in scope:
         lines = next((ls for p, ls in shown.items() if _same_file(p, path)), {})
@@ -612,7 +613,8 @@ def check_answer(
     from 2, an answer saying only where a name is defined answers only a "where" question;
     from 3, a "which/what X ..." question asks for what its head phrase X names (`head_ask`);
     from 4, a "which method/function/class" answer names one the question does not give, and
-    that name is on its quote."""
+    that name is on its quote; from 5, a name with a leading underscore is one of the
+    question's names (`_LAST_GLIBC_MINOR`)."""
     text = answer.strip()
     scope = list(scope)
     if is_not_found(text):
@@ -641,7 +643,7 @@ def check_answer(
         )
         return _stay(_refused(why, text, forced))
     if rules >= 1 and ask == "override":
-        member = (question_name(question) or "").rpartition(".")[2]
+        member = (question_name(question, rules) or "").rpartition(".")[2]
         inside = override_owner(observations, checked) is not None
         if member and not inside and not re.search(rf"\bdef\s+{re.escape(member)}\b", checked.text):
             why = (
@@ -663,7 +665,7 @@ def check_answer(
         return refused if forced else Verdict(None, why, read=(path, a))
     if strict and ask == "override" and scope and outside(checked, scope) is None:
         # the named method's own line: the override is elsewhere
-        member = (question_name(question) or "").rpartition(".")[2]
+        member = (question_name(question, rules) or "").rpartition(".")[2]
         asked = set(re.findall(r"\b[A-Z]\w+", question))
         cls = next((c for c in re.findall(r"\b([A-Z]\w+)", _without_citations(text)) if c not in asked | SENTENCE_WORDS), None)
         why = (
@@ -686,7 +688,7 @@ def check_answer(
     if wrong is not None and strict and ask == "value":
         resolved = through_names(question, text, checked, shown)
         if resolved is None and rules >= 1:  # the named definition's best line for the question holds it
-            resolved = through_scope(question, text, scope, shown)
+            resolved = through_scope(question, text, scope, shown, rules)
         if resolved is not None:  # the quote uses a name; the line setting that name holds the value
             checked, wrong = resolved, None
     if wrong is None and rules >= 1 and ask == "value":

@@ -180,7 +180,7 @@ def named_scope(state: AgentState) -> list[tuple[str, int, int]]:
     return spans(first.observation) if first is not None else []
 
 
-RULES = 4  # the rule revision new grounded runs with lookups start with (AgentStarted.rules)
+RULES = 5  # the rule revision new grounded runs with lookups start with (AgentStarted.rules)
 ANSWER_FIRST_ASKS = ("value", "base", "override", "name", "any")  # a message is raised elsewhere
 NOT_IN_DEFINITION = (
     "The definition does not show it, then. Search for it now: search_files with a name or a word "
@@ -203,7 +203,7 @@ def answer_first(state: AgentState) -> bool:
     first, question = state.history[0], question_of(state.goal)
     if not (first.auto and first.thought.startswith(OPENING)) or first.observation.startswith(NO_DEFINITION):
         return False
-    if state.rules >= 2 and not names_shown(question, first.observation):
+    if state.rules >= 2 and not names_shown(question, first.observation, state.rules):
         return False  # the question names more than this definition shows: what it asks may be elsewhere
     ask = ask_of(question, state.rules)
     if ask == "value":  # only when a line of the definition may state it (else the model picks any number)
@@ -217,13 +217,14 @@ def own_lookups(state: AgentState) -> int:
     return sum(1 for h in state.history if h.action == FIND_DEFINITION and not h.auto)
 
 
-def opening_lookup(goal: str, tool_names: list[str]) -> StepDecided | None:
+def opening_lookup(goal: str, tool_names: list[str], rules: int = 0) -> StepDecided | None:
     """Before the model's first step, the agent reads the definition of the most specific code
-    name the question gives (`Class.member`, CamelCase, CONSTANT, snake_case), if it has
-    find_definition: a question about a named definition starts with its lines in view."""
+    name the question gives (`Class.member`, CamelCase, CONSTANT, snake_case; from rule
+    revision 5 with a leading underscore too), if it has find_definition: a question about a
+    named definition starts with its lines in view."""
     if FIND_DEFINITION not in tool_names:
         return None
-    name = question_name(question_of(goal))
+    name = question_name(question_of(goal), rules)
     if name is None:
         return None
     return StepDecided(
@@ -354,7 +355,7 @@ class ReactAgent(Behaviour[AgentState]):
                 lookups=command.lookups,
                 rules=command.rules,
             )
-            first = opening_lookup(command.goal, [t.name for t in command.tools]) if command.lookups else None
+            first = opening_lookup(command.goal, [t.name for t in command.tools], command.rules) if command.lookups else None
             return [started] if first is None else [started, first]
         if state.finished:
             return []

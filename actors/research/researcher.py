@@ -233,7 +233,7 @@ class Researcher(Behaviour[ResearchState]):
             lookups=state.lookups,
             rules=state.rules,
         )
-        first = opening_lookup(state.objective, [t.name for t in state.agent_tools]) if state.lookups else None
+        first = opening_lookup(state.objective, [t.name for t in state.agent_tools], state.rules) if state.lookups else None
         return [*recorded, PlanMade(steps=plan), start, *([first] if first else [])]
 
     # -- evolve ---------------------------------------------------------------------------

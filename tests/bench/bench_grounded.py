@@ -46,8 +46,9 @@ SETS = {  # name -> (questions, the installed package they are about)
     "uvicorn": (ROOT / "tests" / "bench" / "eval" / "agent_uvicorn_heldout.json", "uvicorn"),  # rule revision 3 came from it
     "tenacity": (ROOT / "tests" / "bench" / "eval" / "agent_tenacity_heldout.json", "tenacity"),  # rule revision 4 came from it
     "pluggy": (ROOT / "tests" / "bench" / "eval" / "agent_pluggy_heldout.json", "pluggy"),  # rule revision 4 measured on it
-    # held out: never tuned on; not the installed version, so its wheel is fetched (`corpus`)
-    "packaging": (ROOT / "tests" / "bench" / "eval" / "agent_packaging_heldout.json", "packaging==25.0"),
+    # not the installed version (or not installed), so their wheels are fetched (`corpus`)
+    "packaging": (ROOT / "tests" / "bench" / "eval" / "agent_packaging_heldout.json", "packaging==25.0"),  # rule revision 5 came from it
+    "itsdangerous": (ROOT / "tests" / "bench" / "eval" / "agent_itsdangerous_heldout.json", "itsdangerous==2.2.0"),
 }
 SYSTEMS = ("after", "before", "researcher", "orchestrator", "bare")
 

@@ -208,6 +208,29 @@ def test_the_name_a_question_gives_most_specifically() -> None:
     assert question_name("Which environment variable selects the persistence module?") is None
 
 
+def test_from_rule_revision_5_a_name_with_a_leading_underscore_is_the_question_s_name() -> None:
+    from actors.agent.asks import names_shown, question_name, question_names
+
+    private = {
+        "What minor version does _LAST_GLIBC_MINOR assume by default?": "_LAST_GLIBC_MINOR",
+        "_TrimmedRelease, which canonicalize_version uses, subclasses which class?": "_TrimmedRelease",
+        "What does the warning _parse_glibc_version issues say?": "_parse_glibc_version",
+        "What does the _Cache class keep?": "_Cache",
+        "Which method of _Pool.acquire waits?": "_Pool.acquire",
+    }
+    for question, name in private.items():
+        assert question_name(question, 5) == name
+        assert question_name(question, 4) != name  # runs recorded under revision 4 replay as they ran
+    assert question_name("_TrimmedRelease, which canonicalize_version uses", 4) == "canonicalize_version"
+    # names without the prefix are found as before
+    assert question_name("What is MAX_RETRIES set to?", 5) == "MAX_RETRIES"
+    assert question_name("Which class does QueueFullError subclass, besides TimeoutError?", 5) == "QueueFullError"
+    assert question_name("Which TypeError does it raise?", 5) is None
+    assert question_names("Does _Pool.acquire call _wait_for?", 5) == ["_Pool.acquire", "_wait_for"]
+    assert not names_shown("What is _MAX_LIMIT?", "1: MAX_LIMIT = 3", 5)
+    assert names_shown("What is _MAX_LIMIT?", "1: _MAX_LIMIT = 3", 5)
+
+
 def test_a_value_quoted_through_a_name_is_found_on_the_line_setting_that_name() -> None:
     read = (
         "pkg/poll.py, lines 1-5 of 5:\n1: def wait(self):\n2:     sleep_interval_ms = 100.0\n"

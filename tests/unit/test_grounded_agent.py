@@ -170,6 +170,20 @@ def test_the_definition_a_question_names_is_read_before_the_first_model_call(tmp
     assert "Looked up for you, the definition of HttpClient:" in user and "self.timeout = 45" in user
 
 
+def test_from_rule_revision_5_a_private_name_is_looked_up_before_the_first_model_call(tmp_path: Path) -> None:
+    def answers_from_the_note(request: LlmRequest) -> str:
+        return _step("Line 2 shows it.", "answer", answer="7", source="limits.py:2", quote="_MAX_PENDING = 7")
+
+    question = "How many requests does _MAX_PENDING allow?"
+    (tmp_path / "limits.py").write_text('"""Limits."""\n_MAX_PENDING = 7\n')
+    state, events, _, provider = run(tmp_path, answers_from_the_note, lookups=True, question=question, rules=5)
+    assert (events[1].action, events[1].args, events[1].auto) == ("find_definition", {"name": "_MAX_PENDING"}, True)
+    assert provider.calls == 1 and state.answer.startswith("<answer>7")
+    # a run recorded under revision 4 made no such lookup: its replay does not make one either
+    _, old, _, _ = run(tmp_path, answers_from_the_note, lookups=True, question=question, rules=4, stream="agent:old")
+    assert not any(e.type_name == "StepDecided" and e.auto for e in old)
+
+
 def test_a_name_with_no_definition_leaves_the_prompt_as_it_would_be_without_the_lookup(tmp_path: Path) -> None:
     seen: list[str] = []
 

@@ -23,6 +23,10 @@ _ASKS: list[tuple[str, re.Pattern[str]]] = [
                         r"(?! does \w+ (subclass|inherit))", re.I)),
 ]
 ASKED_KIND = re.compile(r"\b(which|what) (method|function|class|exception|attribute|constant|variable|property|decorator)\b", re.I)
+# Rule revision 5: up to two words may stand between (which module-level function, what
+# private helper method).
+_KINDS = r"(method|function|class|exception|attribute|constant|variable|property|decorator)"
+ASKED_KIND_5 = re.compile(rf"\b(which|what) (?:[\w-]+ ){{0,2}}?{_KINDS}\b(?! does \w+ (subclass|inherit))", re.I)
 
 # Rule revision 3: what a "which/what X ..." question asks for is its head phrase, the words
 # between the question word and the verb or preposition after them ("Which close code does
@@ -60,11 +64,12 @@ def head_ask(question: str) -> str | None:
 
 def ask_of(question: str, rules: int = 0) -> str:
     """What the question asks for: name, base, override, message, value or any. From rule
-    revision 3, a "which/what X ..." question's head phrase X decides first (`head_ask`)."""
+    revision 3, a "which/what X ..." question's head phrase X decides first (`head_ask`);
+    from 5, "which module-level function" asks for a name too (`ASKED_KIND_5`)."""
     if rules >= 3 and (head := head_ask(question)) is not None:
         return head
     for kind, pattern in _ASKS:
-        if pattern.search(question):
+        if pattern.search(question) or (kind == "name" and rules >= 5 and ASKED_KIND_5.search(question)):
             return kind
     return "any"
 

@@ -23,7 +23,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from actors.agent.asks import ASKED_KIND, CAMEL_NAME, SENTENCE_WORDS, ask_of, question_name
+from actors.agent.asks import ASKED_KIND, ASKED_KIND_5, CAMEL_NAME, SENTENCE_WORDS, ask_of, question_name
+from actors.tools.search import STOP_WORDS
 
 NOT_FOUND = "Not found in the code"
 _NOT_FOUND = re.compile(
@@ -248,6 +249,13 @@ def mismatch(
                     f"({', '.join(f'`{n}`' for n in named[:3])}). Name the {kind} and quote its `def` or `class` line."
                 )
             named = new
+        if rules >= 5 and not named:
+            # Rule revision 5: an answer to "which method/function/class" names one
+            kind = m.group(2) if (m := ASKED_KIND_5.search(question)) else "name"
+            return (
+                f"The question asks which {kind}, and your answer names none. Name the {kind} as the code "
+                "spells it and quote its `def` or `class` line, or the line that uses it."
+            )
         if named and not any(re.search(rf"(?<![\w.]){re.escape(n.split('.')[-1])}(?!\w)", q) for n in named):
             return (
                 f"Your answer names {', '.join(f'`{n}`' for n in named[:3])}, and your quote does not show "
@@ -303,6 +311,13 @@ def mismatch(
                 f"({', '.join(sorted(values)[:3])} in `{_short(q)}`). Answer with the value, or quote the line "
                 "that sets the value the question asks for."
             )
+    if ask == "any" and rules >= 5 and not _WHERE.match(question) and not new_tokens(question, answer):
+        # Rule revision 5: an answer that gives nothing the question did not (no name, value
+        # or string of its own) restates the question
+        return (
+            "Your answer gives no name, value or string that the question does not already give: it "
+            "restates the question. Answer with what the quoted line shows (the name, value or text asked for)."
+        )
     return None
 
 
@@ -435,6 +450,43 @@ def _about(name: str, question: str, classes: Mapping[str, tuple[str, ...]]) -> 
 
 
 _CODE = re.compile(r"`([^`\s]+)`|\b([A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z0-9]+[A-Z]\w*)\b")
+
+
+_WHERE = re.compile(r"\s*(where|in which (file|module)|which (file|module))\b", re.I)
+# Words an answer may use to restate a question without answering it.
+_RESTATING = STOP_WORDS | frozenset(
+    """maps mapped map defines defined define returns returned return sets set passes passed pass
+    gives given takes taken holds held contains contain stores stored keeps kept builds built makes
+    made handles handled hands handed determines determined decides decided creates created
+    module function method class attribute constant variable property decorator file line code
+    value answer question shown shows defined definition evidence quote""".split()
+)
+_WORD = re.compile(r"[A-Za-z0-9_][\w.{}-]*[\w}]|[A-Za-z0-9]")
+
+
+def _stem(word: str) -> str:
+    w = word.lower().strip(".-_")
+    for end in ("ies", "es", "s", "ed", "ing"):
+        if w.endswith(end) and len(w) - len(end) >= 3:
+            return w[: -len(end)]
+    return w
+
+
+def new_tokens(question: str, answer: str) -> list[str]:
+    """The words of an answer that its question does not give (plurals and -ed/-ing forms
+    count as the question's), leaving out file paths, stop words and the verbs and nouns an
+    answer restating the question uses (rule revision 5's restatement check)."""
+    text = _without_citations(re.split(r"\bEvidence:", answer)[0])
+    words = [p for w in _WORD.findall(question) for p in (w, *w.split("."))]
+    asked = {_stem(w) for w in words} | {w.lower() for w in words}
+    out = []
+    for word in _WORD.findall(text):
+        if re.fullmatch(r"[\w/.-]+\.(py|md|txt|json|toml|yaml|yml|cfg|ini)", word):
+            continue
+        if word.lower() in _RESTATING or word.lower() in asked or _stem(word) in asked:
+            continue
+        out.append(word)
+    return out
 
 
 def _code_names(answer: str) -> list[str]:

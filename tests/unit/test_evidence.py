@@ -231,6 +231,33 @@ def test_from_rule_revision_5_a_name_with_a_leading_underscore_is_the_question_s
     assert names_shown("What is _MAX_LIMIT?", "1: _MAX_LIMIT = 3", 5)
 
 
+def test_from_rule_revision_5_an_answer_must_give_something_the_question_does_not() -> None:
+    q = "In _LEGACY_MANYLINUX_MAP, which legacy manylinux tag name is the glibc 2.12 version mapped to?"
+    line = '    (2, 12): "manylinux2010",'
+    restated = "_manylinux.py maps legacy manylinux tag names to glibc 2.12 versions. Evidence: _manylinux.py:211"
+    assert "restates the question" in mismatch(q, restated, line, rules=5)
+    assert mismatch(q, restated, line, rules=4) is None  # runs under revision 4 replay as they ran
+    assert mismatch(q, "It is mapped to manylinux2010.", line, rules=5) is None
+    short = "In tags.INTERPRETER_SHORT_NAMES, what short name is the jython interpreter mapped to?"
+    assert mismatch(short, "jy", '    "jython": "jy",', rules=5) is None
+    assert "restates" in mismatch(short, "The jython interpreter is mapped to a short name in INTERPRETER_SHORT_NAMES.",
+                                  '    "jython": "jy",', rules=5)
+    # a "where" question is answered by a place: no new word needed
+    assert mismatch("Where is _LEGACY_MANYLINUX_MAP defined?", "In _manylinux.py.", "_LEGACY_MANYLINUX_MAP = {", rules=5) is None
+
+
+def test_from_rule_revision_5_which_module_level_function_asks_for_a_name_and_gets_one() -> None:
+    from actors.agent.asks import ask_of
+
+    q = "After building the current environment, which module-level function does Marker.evaluate hand the parsed markers to?"
+    assert (ask_of(q, 4), ask_of(q, 5)) == ("any", "name")
+    prose = "The environment is determined from the current Python process."
+    why = mismatch(q, prose, "        The environment is determined from the current Python process.", strict=True, rules=5)
+    assert why is not None and "asks which function, and your answer names none" in why
+    right = "`_evaluate_markers`, with the environment it built."
+    assert mismatch(q, right, "        return _evaluate_markers(", strict=True, rules=5) is None
+
+
 def test_a_value_quoted_through_a_name_is_found_on_the_line_setting_that_name() -> None:
     read = (
         "pkg/poll.py, lines 1-5 of 5:\n1: def wait(self):\n2:     sleep_interval_ms = 100.0\n"

@@ -20,6 +20,7 @@ from actors.agent.evidence import (
     check_answer,
     is_not_found,
     lookup_name,
+    shown_lines,
     shows_a_value,
     spans,
 )
@@ -180,7 +181,7 @@ def named_scope(state: AgentState) -> list[tuple[str, int, int]]:
     return spans(first.observation) if first is not None else []
 
 
-RULES = 5  # the rule revision new grounded runs with lookups start with (AgentStarted.rules)
+RULES = 6  # the rule revision new grounded runs with lookups start with (AgentStarted.rules)
 ANSWER_FIRST_ASKS = ("value", "base", "override", "name", "any")  # a message is raised elsewhere
 NOT_IN_DEFINITION = (
     "The definition does not show it, then. Search for it now: search_files with a name or a word "
@@ -210,6 +211,44 @@ def answer_first(state: AgentState) -> bool:
         return shows_a_value(question, first.observation)
     # anything else: only when the definition was shown whole (a long class's outline is cut)
     return ask in ANSWER_FIRST_ASKS and not any(cut in first.observation for cut in SHOWN_IN_PART)
+
+
+LINE_RULES = 6  # from this rule revision the answer-first step picks a line number (`answer_lines`)
+
+
+def answer_lines(state: AgentState) -> dict[int, tuple[str, str]]:
+    """Rule revision 6: the lines the opening lookup showed of the definition the question
+    names (line number → path, text), which the answer-first step chooses from; empty for
+    earlier runs, or when the lookup showed lines of more than one file."""
+    if state.rules < LINE_RULES or not state.history:
+        return {}
+    scope = named_scope(state)
+    files = {p for p, _, _ in scope}
+    if len(files) != 1:
+        return {}
+    shown = shown_lines([state.history[0].observation])
+    path = files.pop()
+    lines = next((ls for p, ls in shown.items() if p == path), {})
+    return {n: (path, text) for n, text in lines.items() if any(a <= n <= b for _, a, b in scope) and text.strip()}
+
+
+def with_chosen_line(state: AgentState, args: dict[str, Any], parsed: Any) -> dict[str, Any]:
+    """An answer-first step's args under rule revision 6: the `line` the reply chose (read from
+    the reply itself, `parsed`, as the step parser keeps no line) as the source and quote the
+    verify step checks, the line's text as the tool showed it. Args that already cite a
+    source, or a line the step could not choose, are left as they are."""
+    if args.get("source") or args.get("quote") or not isinstance(parsed, dict):
+        return args
+    reply_args = parsed.get("args")
+    try:
+        n = int(reply_args.get("line"))  # type: ignore[union-attr]
+    except (AttributeError, TypeError, ValueError):
+        return args
+    chosen = answer_lines(state).get(n)
+    if chosen is None:
+        return args
+    path, text = chosen
+    return {**args, "source": f"{path}:{n}", "quote": text.strip()}
 
 
 def own_lookups(state: AgentState) -> int:
@@ -271,6 +310,9 @@ def next_effect(state: AgentState, prompt: Callable[..., list[dict[str, str]]] |
     first = answer_first(state)
     if first:  # runs from before rule revision 1: their prompt
         grounded["answer_first"] = True
+    lines = answer_lines(state) if first else {}
+    if lines:  # runs from before rule revision 6: their prompt
+        grounded["answer_line"] = True
     messages = (prompt or build_messages)(
         state.goal,
         tools,
@@ -286,7 +328,7 @@ def next_effect(state: AgentState, prompt: Callable[..., list[dict[str, str]]] |
         messages=messages,
         params=state.params,
         # On the last iteration the grammar only allows "answer".
-        response_schema=step_schema([] if last or first else state.tool_names),
+        response_schema=step_schema([] if last or first else state.tool_names, sorted(lines)),
     )
     return CallLlm(request=request, call_index=state.llm_calls + 1)
 
@@ -403,8 +445,9 @@ class ReactAgent(Behaviour[AgentState]):
                 refused = NOT_IN_DEFINITION  # asked to answer first: "not found" there means search on
             checked, read_next, follow = False, None, True
             if text and refused is None and state.grounded:
+                args = with_chosen_line(state, step.args, result.parsed) if answer_first(state) else step.args
                 verdict = check_answer(
-                    question_of(state.goal), text, step.args, [h.observation for h in state.history], forced=must_answer(state),
+                    question_of(state.goal), text, args, [h.observation for h in state.history], forced=must_answer(state),
                     strict=state.lookups, scope=named_scope(state), rules=state.rules,
                 )
                 text, refused, checked = verdict.answer or text, verdict.observation or None, True

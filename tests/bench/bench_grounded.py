@@ -48,7 +48,8 @@ SETS = {  # name -> (questions, the installed package they are about)
     "pluggy": (ROOT / "tests" / "bench" / "eval" / "agent_pluggy_heldout.json", "pluggy"),  # rule revision 4 measured on it
     # not the installed version (or not installed), so their wheels are fetched (`corpus`)
     "packaging": (ROOT / "tests" / "bench" / "eval" / "agent_packaging_heldout.json", "packaging==25.0"),  # rule revision 5 came from it
-    "itsdangerous": (ROOT / "tests" / "bench" / "eval" / "agent_itsdangerous_heldout.json", "itsdangerous==2.2.0"),
+    "itsdangerous": (ROOT / "tests" / "bench" / "eval" / "agent_itsdangerous_heldout.json", "itsdangerous==2.2.0"),  # revision 5 measured on it
+    "dateutil": (ROOT / "tests" / "bench" / "eval" / "agent_dateutil_heldout.json", "python-dateutil==2.9.0.post0"),
 }
 SYSTEMS = ("after", "before", "researcher", "orchestrator", "bare")
 
@@ -62,8 +63,7 @@ def corpus(package: str) -> Path:
         return Path(importlib.import_module(package).__file__).parent
     name, version = package.split("==")
     base = Path.home() / ".cache" / "chorus" / "heldout" / f"{name}-{version}"
-    folder = base / name
-    if not folder.is_dir():
+    if not any(base.glob("*/__init__.py")):
         import subprocess
         import zipfile
 
@@ -72,7 +72,8 @@ def corpus(package: str) -> Path:
                         "-d", str(wheels), package], check=True)
         with zipfile.ZipFile(next(wheels.glob("*.whl"))) as wheel:
             wheel.extractall(base)
-    return folder
+    # the wheel's package folder (python-dateutil's is dateutil)
+    return next(p.parent for p in sorted(base.glob("*/__init__.py")))
 
 
 def verdict(answer: str, expect: list[str]) -> str:

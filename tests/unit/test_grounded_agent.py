@@ -319,6 +319,45 @@ def test_after_the_opening_lookup_the_first_step_may_only_be_the_answer(tmp_path
     assert "Answer now from the definition above" in str(requests[0].messages[-1]["content"])
 
 
+def test_from_rule_revision_6_the_first_answer_picks_a_line_of_the_definition_by_its_number(tmp_path: Path) -> None:
+    requests: list[LlmRequest] = []
+
+    def picker(request: LlmRequest) -> str:
+        requests.append(request)
+        return _step("Line 13 sets it.", "answer", line=13, answer="45 seconds")
+
+    state, events, _, provider = run(tmp_path, picker, lookups=True, rules=6)
+    assert provider.calls == 1
+    assert state.answer == "<answer>45 seconds\n\nEvidence: client.py:13: self.timeout = 45</answer>"
+    args = requests[0].response_schema["properties"]["args"]
+    assert args["required"] == ["line", "answer"]
+    assert args["properties"]["line"]["enum"] == [8, 11, 12, 13]  # the lines find_definition showed of HttpClient
+    assert "give line, the number of the line" in str(requests[0].messages[-1]["content"])
+    # the recorded step keeps what the model said; the check read its line from the lookup
+    assert [e.type_name for e in events][-1] == "AnswerGiven"
+
+
+def test_from_rule_revision_6_a_picked_line_that_does_not_hold_the_value_is_refused(tmp_path: Path) -> None:
+    def picker(request: LlmRequest) -> str:
+        if step_of(request) == 1:
+            return _step("Line 9 is the class.", "answer", line=9, answer="30")
+        return _step("Line 13 sets it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
+
+    state, events, _, provider = run(tmp_path, picker, lookups=True, rules=6)
+    rejected = [e for e in events if e.type_name == "StepRejected"]
+    assert rejected and rejected[0].reason == "answer_refused"
+    assert state.answer.startswith("<answer>45")
+    # under revision 5 the same first step has no line to choose from: it quotes, as before
+    requests: list[LlmRequest] = []
+
+    def quoter(request: LlmRequest) -> str:
+        requests.append(request)
+        return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
+
+    run(tmp_path, quoter, lookups=True, rules=5, stream="agent:five")
+    assert requests[0].response_schema["properties"]["args"] == {"type": "object"}
+
+
 def test_a_not_found_right_after_the_opening_lookup_sends_the_model_searching(tmp_path: Path) -> None:
     requests: list[LlmRequest] = []
 

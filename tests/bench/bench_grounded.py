@@ -173,6 +173,7 @@ def main() -> int:
     ap.add_argument("--max-iterations", type=int, default=10)
     ap.add_argument("--out", type=Path, help="also write the tables (markdown) here")
     ap.add_argument("--json", type=Path, help="also write every answer (JSON) here")
+    ap.add_argument("--rules", type=int, help="the rule revision of the grounded runs (default: the agent's RULES)")
     args = ap.parse_args()
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = set(systems) - set(SYSTEMS)
@@ -200,7 +201,8 @@ def main() -> int:
         def submit(q: str, system: str, pkg: Path, repos: Path):
             it = args.max_iterations
             if system == "after":
-                return chorus.submit(q, root=pkg, max_iterations=it)
+                rules = {"rules": args.rules} if args.rules is not None else {}
+                return chorus.submit(q, root=pkg, max_iterations=it, **rules)
             if system == "before":
                 return chorus.submit(q, root=pkg, max_iterations=it, grounded=False, tools=["search_files", "read_file"])
             if system == "researcher":

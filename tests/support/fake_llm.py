@@ -43,7 +43,7 @@ def slow_reader(request: LlmRequest) -> str:
     n = step_of(request)
     if n <= 8:
         return _step(f"Read line {n}.", "read_file", path="notes.txt", start_line=n, end_line=n)
-    return _step("Done.", "answer", answer="notes.txt read line by line.", **QUOTE)
+    return _step("Done.", "answer", answer="Read line by line, the notes give the marker ALPHA-7.", **QUOTE)
 
 
 def repeater(request: LlmRequest) -> str:

@@ -131,7 +131,7 @@ def reader(request: LlmRequest) -> str:
     n = fake_llm.step_of(request)
     if n <= 8:
         return fake_llm._step(f"Read line {n}.", "read_file", path="notes.txt", start_line=n, end_line=n)
-    return fake_llm._step("Done.", "answer", answer="notes.txt read line by line.", **fake_llm.QUOTE)
+    return fake_llm._step("Done.", "answer", answer="Read line by line, the notes give the marker ALPHA-7.", **fake_llm.QUOTE)
 
 
 _FEEDBACK = re.compile(r"Feedback on your previous draft: feedback (\d+)")

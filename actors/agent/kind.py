@@ -16,7 +16,7 @@ import actors.tools.definitions  # noqa: F401  (registers find_definition)
 import actors.tools.files  # noqa: F401  (registers the file tools the ReAct agent uses)
 from actors.agent.actor import AgentActor, agent_stream
 from actors.agent.policy import unwrap_answer
-from actors.agent.react import ReactAgent
+from actors.agent.react import MAX_RULES, ReactAgent
 from actors.runtime.behaviour import Behaviour
 from actors.runtime.client import DEFAULT_LLM_PARAMS, Client, RunHandle, new_run_id
 from actors.runtime.console import follow_run
@@ -65,9 +65,12 @@ class AgentRunKind(RunKind):
         max_iterations: int = 10,
         llm_params: dict[str, Any] | None = None,
         grounded: bool | None = None,
+        rules: int | None = None,
     ) -> RunHandle:
         if max_iterations < 1:
             raise ValueError(f"max_iterations must be at least 1, not {max_iterations}")
+        if rules is not None and not 0 <= rules <= MAX_RULES:
+            raise ValueError(f"rules must be a rule revision from 0 to {MAX_RULES}, not {rules}")
         root_path = Path(root).expanduser().resolve()
         if not root_path.is_dir():
             raise ValueError(f"root folder {root} does not exist")
@@ -94,6 +97,8 @@ class AgentRunKind(RunKind):
         extra: dict[str, Any] = {"repo": repo} if repo else {}
         if grounded is not None:
             extra["grounded"] = grounded
+        if rules is not None:  # a grounded run's rule revision (default: the agent's RULES)
+            extra["rules"] = rules
         start = agent_cls.make_start(
             goal=goal,
             root=str(root_path),

@@ -216,6 +216,7 @@ def answer_first(state: AgentState) -> bool:
 # From this rule revision the answer-first step picks a line number (`answer_lines`). Not yet
 # the default (RULES): a run asks for it with rules=6 until it is measured on held-out code.
 LINE_RULES = 6
+MAX_RULES = LINE_RULES  # the newest rule revision a run may ask for
 
 
 def answer_lines(state: AgentState) -> dict[int, tuple[str, str]]:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from actors.agent.react import NOT_IN_DEFINITION, RULES, ReactAgent, StartAgent
 from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.llm.testing import ScriptedProvider
@@ -478,3 +480,17 @@ def test_a_value_quoted_from_a_docstring_is_refused_and_nothing_more_is_looked_u
     assert len(rejected) == 1 and "docstring or a comment" in rejected[0].observation
     assert [e.args for e in events if e.type_name == "StepDecided"] == [{"name": "Factory.construct"}]  # no lookup after
     assert state.answer.startswith("<answer>pkg.popo")
+
+
+def test_a_run_asks_for_a_rule_revision_and_an_unknown_one_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+    from actors import Client
+    from actors.agent.react import MAX_RULES
+    from actors.runtime.settings import Settings
+
+    settings = Settings.from_env(store_url="memory://", data_dir=tmp_path / "data")
+    with Client(settings=settings) as chorus:
+        for bad in (-1, MAX_RULES + 1):
+            with pytest.raises(ValueError, match=f"rules must be a rule revision from 0 to {MAX_RULES}, not {bad}"):
+                chorus.submit("What is the default timeout of HttpClient?", root=tmp_path, rules=bad)
+        assert list(chorus.store.read_all()) == []  # nothing half-written
+    assert ReactAgent.make_start(goal="q", root=".", tools=[], rules=6).rules == 6

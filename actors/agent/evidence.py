@@ -256,7 +256,9 @@ def mismatch(
                 f"The question asks which {kind}, and your answer names none. Name the {kind} as the code "
                 "spells it and quote its `def` or `class` line, or the line that uses it."
             )
-        if named and not any(re.search(rf"(?<![\w.]){re.escape(n.split('.')[-1])}(?!\w)", q) for n in named):
+        # from rule revision 6 a member reached through an object (`self._parse(`) is shown too
+        before = r"(?<![\w])" if rules >= 6 else r"(?<![\w.])"
+        if named and not any(re.search(rf"{before}{re.escape(n.split('.')[-1])}(?!\w)", q) for n in named):
             return (
                 f"Your answer names {', '.join(f'`{n}`' for n in named[:3])}, and your quote does not show "
                 f"{'it' if len(named) == 1 else 'any of them'}. Quote the line that defines what you name "
@@ -666,7 +668,8 @@ def check_answer(
     from 3, a "which/what X ..." question asks for what its head phrase X names (`head_ask`);
     from 4, a "which method/function/class" answer names one the question does not give, and
     that name is on its quote; from 5, a name with a leading underscore is one of the
-    question's names (`_LAST_GLIBC_MINOR`)."""
+    question's names (`_LAST_GLIBC_MINOR`); from 6, a name called through an object
+    (`self._parse(`) is on its quote."""
     text = answer.strip()
     scope = list(scope)
     if is_not_found(text):

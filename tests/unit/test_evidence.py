@@ -258,6 +258,15 @@ def test_from_rule_revision_5_which_module_level_function_asks_for_a_name_and_ge
     assert mismatch(q, right, "        return _evaluate_markers(", strict=True, rules=5) is None
 
 
+def test_from_rule_revision_6_a_method_called_through_self_is_on_its_quote() -> None:
+    q = "In isoparser._parse_isodate, which method is tried first, before falling back to _parse_isodate_uncommon?"
+    answer = "`_parse_isodate_common` is tried first."
+    call = "            return self._parse_isodate_common(dt_str)"
+    assert mismatch(q, answer, call, strict=True, rules=6) is None
+    assert "does not show" in mismatch(q, answer, call, strict=True, rules=5)  # as revision 5 ran
+    assert "does not show" in mismatch(q, answer, "            return self._other(dt_str)", strict=True, rules=6)
+
+
 def test_a_value_quoted_through_a_name_is_found_on_the_line_setting_that_name() -> None:
     read = (
         "pkg/poll.py, lines 1-5 of 5:\n1: def wait(self):\n2:     sleep_interval_ms = 100.0\n"

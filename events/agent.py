@@ -30,7 +30,7 @@ class AgentStarted(Event):
     model: str
     params: dict[str, Any] = {}
     budget: Budget = Budget()
-    # Answers must quote a line the tools showed, and pass the verify step (actors/agent/evidence.py).
+    # Answers must quote a line the tools showed, and pass the verify step (actors/agent/verify.py).
     # False for runs recorded before grounding existed, so they replay as they ran.
     grounded: bool = False
     # The agent reads the definitions the question names before its first model call, and after a

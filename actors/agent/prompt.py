@@ -16,7 +16,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
-from actors.agent.evidence import pointer_lines
+from actors.agent.verify import pointer_lines
 from actors.agent.policy import summarize_step
 
 ANSWER = "answer"
@@ -241,7 +241,7 @@ RULES = (
 )
 
 
-# A grounded answer (actors/agent/evidence.py): a quoted line, checked against what the tools showed.
+# A grounded answer (actors/agent/evidence.py, actors/agent/verify.py): a quoted line, checked against what the tools showed.
 GROUNDED_ANSWER_ARGS = {"answer": "<the answer>", "source": "<path:LINE>", "quote": "<that line, copied exactly>"}
 GROUNDED_TOOL_RULES: dict[str, tuple[str, ...]] = {
     **TOOL_RULES,

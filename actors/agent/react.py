@@ -16,14 +16,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict
 
 from actors.agent.asks import ask_of, names_shown, question_name
-from actors.agent.evidence import (
-    check_answer,
-    is_not_found,
-    lookup_name,
-    shown_lines,
-    shows_a_value,
-    spans,
-)
+from actors.agent.evidence import is_not_found, shown_lines, spans
+from actors.agent.verify import check_answer, lookup_name, shows_a_value
 from actors.agent.policy import REPEAT_MARK, format_observation, is_repeat, repeat_observation, wrap_answer
 from actors.agent.parsing import parse_step
 from actors.agent.prompt import MAX_CONDENSED, AgentStep, HistoryItem, StepProblem, build_messages, step_schema

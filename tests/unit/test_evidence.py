@@ -1,4 +1,4 @@
-"""Grounded answers and the verify step (actors/agent/evidence.py): pure checks of an answer's
+"""Grounded answers and the verify step (actors/agent/evidence.py, actors/agent/verify.py): pure checks of an answer's
 quote against what the tools showed, and of the quote against what the question asks."""
 
 from __future__ import annotations
@@ -10,16 +10,14 @@ from actors.agent.evidence import (
     NOT_FOUND,
     Citation,
     Grounded,
-    check_answer,
     citation,
     ground,
-    lookup_name,
-    mismatch,
     in_prose,
     override_owner,
     shown_lines,
     spans,
 )
+from actors.agent.verify import check_answer, lookup_name, mismatch
 
 READ = """pkg/config.py, lines 10-14 of 40:
 10: class Settings(BaseSettings):
@@ -187,7 +185,7 @@ def test_in_strict_runs_a_value_answer_must_give_a_value_its_quote_holds() -> No
 
 
 def test_pointer_lines_are_the_lines_sharing_the_most_words_with_the_question() -> None:
-    from actors.agent.evidence import pointer_lines
+    from actors.agent.verify import pointer_lines
 
     observation = "pkg/poll.py, lines 1-4 of 4:\n1: def wait(self):\n2:     sleep_interval_ms = 100.0\n3:     max_sleep_interval_ms = 800.0\n4:     return None"
     lines = pointer_lines("What is the upper limit of the sleep interval, in milliseconds?", observation)
@@ -504,7 +502,6 @@ def test_rule_3_a_which_what_questions_head_phrase_decides_what_it_asks(question
 
 
 def test_rule_4_a_which_function_answer_names_one_the_question_does_not_give_and_quotes_it():
-    from actors.agent.evidence import mismatch
 
     q = "Reporter.label gets a name from a helper. Which function of the helpers module does it call?"
     line = "def get_callback_name(cb: typing.Callable[..., typing.Any]) -> str:"  # its def line, as before

@@ -1,0 +1,110 @@
+"""File cards as a third vote in hybrid retrieval, scored from the same rankings (issue 15).
+
+For each question the dense and the lexical rankings (50 chunks each) are read once from the
+repository index (as `bench_fusion` does), and a third ranking is made from file cards
+(`actors.index.cards`: a file's path, module docstring and top-level definitions with their
+docstrings' first lines), embedded with the same embedder, files ranked by cosine to the
+question. Every variant sees exactly the same inputs:
+
+- `hybrid`: what `ranking="hybrid"` does (chunk-level RRF of dense and lexical);
+- `cards`: the card ranking alone;
+- `hybrid+cards`: the hybrid file ranking and the card ranking fused by RRF (k=60), weights
+  1:1 and 1:0.5;
+- `dense+lexical+cards`: the three file rankings fused, 1:1:1.
+
+Prints MRR per set, the mean over all sets but the first (the development set), and the time
+to build and embed the cards against the index's dense indexing time is in `bench_index`.
+
+    CHORUS_RAY_ADDRESS=local .venv/bin/python -m tests.bench.bench_cards \\
+        ../shared/eval/codeqa_eventsourcing.json:.venv/lib/python3.11/site-packages/eventsourcing \\
+        tests/bench/eval/retrieval_h11.json:.venv/lib/python3.11/site-packages/h11 ...
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from actors.codeqa.evaluation import _prepare, load_questions, reciprocal_rank
+from actors.index.cards import file_card
+from actors.index.hybrid import search_index
+from actors.index.lexical import fuse
+from actors.index.repository import scan
+from actors.index.vectors import open_index
+from actors.runtime.registry import Registry
+from actors.runtime.settings import Settings
+
+Key = tuple[str, int, int]
+Row = tuple[list[str], list[Key], list[Key], list[str]]  # gold, dense, lexical, cards
+
+
+def files(keys: Sequence[Key]) -> list[str]:
+    return list(dict.fromkeys(k[0] for k in keys))
+
+
+def hybrid(d: Sequence[Key], lex: Sequence[Key]) -> list[str]:
+    return files([key for key, _ in fuse([d, lex], [1, 1])])  # type: ignore[misc]
+
+
+def with_cards(ranking: Sequence[str], cards: Sequence[str], weight: float) -> list[str]:
+    return [str(key) for key, _ in fuse([ranking, cards], [1, weight])]
+
+
+VARIANTS: dict[str, Callable[[Sequence[Key], Sequence[Key], Sequence[str]], list[str]]] = {
+    "dense": lambda d, lex, c: files(d),
+    "lexical": lambda d, lex, c: files(lex),
+    "hybrid": lambda d, lex, c: hybrid(d, lex),
+    "cards": lambda d, lex, c: list(c),
+    "hybrid+cards 1:1": lambda d, lex, c: with_cards(hybrid(d, lex), c, 1.0),
+    "hybrid+cards 1:0.5": lambda d, lex, c: with_cards(hybrid(d, lex), c, 0.5),
+    "dense+lexical+cards": lambda d, lex, c: [str(k) for k, _ in fuse([files(d), files(lex), list(c)], [1, 1, 1])],
+}
+
+
+def rows(pairs: Sequence[str]) -> dict[str, list[Row]]:
+    settings = Settings.from_env()
+    embedder = Registry.get_embedder("minilm")
+    out = {}
+    for pair in pairs:
+        questions, root = pair.split(":", 1)
+        root_path = Path(root).resolve()
+        collection = _prepare(root_path, settings, embedder, headers=False, lexical=True, log=None)
+        started = time.perf_counter()
+        texts = scan(root_path).texts
+        paths = list(texts)
+        vectors = np.asarray(embedder.embed([file_card(p, texts[p]) for p in paths]), dtype=np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-12
+        card_s = time.perf_counter() - started
+        out_rows = []
+        for q in load_questions(questions):
+            with open_index(settings) as index:
+                d = search_index(index, collection, q.q, embed=embedder.embed, ranking="dense", limit=50)
+                lex = search_index(index, collection, q.q, ranking="lexical", limit=50)
+            qv = np.asarray(embedder.embed([q.q])[0], dtype=np.float32)
+            order = np.argsort(-(vectors @ (qv / (np.linalg.norm(qv) + 1e-12))), kind="stable")
+            out_rows.append((list(q.gold), [(h.path, h.start_line, h.end_line) for h in d],
+                             [(h.path, h.start_line, h.end_line) for h in lex], [paths[i] for i in order]))
+        name = Path(questions).stem.removeprefix("retrieval_").removeprefix("codeqa_")
+        out[name] = out_rows
+        print(f"{name}: {len(out_rows)} questions, {len(paths)} cards built and embedded in {card_s:.1f}s",
+              file=sys.stderr, flush=True)
+    return out
+
+
+def main(argv: Sequence[str]) -> None:
+    data = rows(argv)
+    names = list(data)
+    print("| variant | " + " | ".join(names) + " | mean (all but the first) |")
+    print("|---" * (len(names) + 2) + "|")
+    for variant, rank in VARIANTS.items():
+        mrr = [sum(reciprocal_rank(rank(d, lex, c), gold) for gold, d, lex, c in data[n]) / len(data[n]) for n in names]
+        rest = mrr[1:] or mrr
+        print(f"| {variant} | " + " | ".join(f"{v:.2f}" for v in mrr) + f" | {sum(rest) / len(rest):.3f} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1:])

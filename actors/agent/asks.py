@@ -135,6 +135,24 @@ def question_names(question: str, rules: int = 0) -> list[str]:
     return [n for n in found if not any(n != o and re.search(rf"(?<!\w){re.escape(n)}(?!\w)", o) for o in found)]
 
 
+# Rule revision 7: a question whose code names are plain lowercase words (`tzrange`,
+# `dateutil.easter.easter(year)`), which the patterns above never take for code. The agent's
+# opening lookup hands them to find_definition in this order (first_of), which shows the first
+# the code defines: a dotted name as any definition, a plain word only as a class's exact name.
+LOOKUP_WORDS_RULES = 7
+_DOTTED_WORDS = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
+_PLAIN_WORD = re.compile(r"(?<![\w.])([a-z][a-z0-9]{2,})(?![\w.])")
+MAX_LOOKUP_WORDS = 12
+
+
+def lookup_words(question: str, stop_words: frozenset[str] = frozenset()) -> list[str]:
+    """The words of a question that may name code, for find_definition(first_of=...): its
+    dotted names, then its other lowercase words (`stop_words` left out), each once."""
+    dotted = [m.group(1) for m in _DOTTED_WORDS.finditer(question)]
+    plain = [w for w in _PLAIN_WORD.findall(question) if w not in stop_words]
+    return list(dict.fromkeys(dotted + plain))[:MAX_LOOKUP_WORDS]
+
+
 def names_shown(question: str, observation: str, rules: int = 0) -> bool:
     """Whether a definition the tools showed holds every name the question gives (a member by
     its own name): what the question asks about is in view, not just one name of several."""

@@ -11,6 +11,7 @@ cannot, says precisely what was wrong.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -320,6 +321,9 @@ def looked_up_note(step: HistoryItem, goal: str = "") -> str:
     """The agent's own definition lookup, as it shows it to the model, with the lines of it
     that share the most words with the question."""
     name = next(iter(step.args.values()), "") if step.args else ""
+    if "first_of" in step.args:  # rule revision 7: the name is the one the tool found
+        found = re.match(r"\s*(?:class|function|method|constant|attribute|variable)\s+([\w.]+)", step.observation)
+        name = found.group(1) if found else "a name from the goal"
     pointers = pointer_lines(goal.strip().split("\n\n", 1)[0], step.observation) if goal else []
     close = "If a line above states the answer, answer now and quote that line."
     if pointers:

@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from actors.agent.asks import ask_of, names_shown, question_name
+from actors.agent.asks import LOOKUP_WORDS_RULES, ask_of, lookup_words, names_shown, question_name
 from actors.agent.evidence import is_not_found, shown_lines, spans
 from actors.agent.verify import check_answer, lookup_name, shows_a_value
 from actors.agent.policy import REPEAT_MARK, format_observation, is_repeat, repeat_observation, wrap_answer
@@ -24,6 +24,7 @@ from actors.agent.prompt import MAX_CONDENSED, AgentStep, HistoryItem, StepProbl
 from actors.runtime.behaviour import Behaviour, Command
 from actors.runtime.effects import CallLlm, CallTool, LlmReturned, Stop, StopAgent, ToolFinished
 from actors.runtime.registry import Registry
+from actors.tools.search import STOP_WORDS
 from actors.runtime.llm.types import LlmRequest
 from events.agent import (
     AgentFailed,
@@ -210,7 +211,7 @@ def answer_first(state: AgentState) -> bool:
 # From this rule revision the answer-first step picks a line number (`answer_lines`). Not yet
 # the default (RULES): a run asks for it with rules=6 until it is measured on held-out code.
 LINE_RULES = 6
-MAX_RULES = LINE_RULES  # the newest rule revision a run may ask for
+MAX_RULES = LOOKUP_WORDS_RULES  # the newest rule revision a run may ask for (7: asks.lookup_words, verify's named values)
 
 
 def answer_lines(state: AgentState) -> dict[int, tuple[str, str]]:
@@ -257,10 +258,20 @@ def opening_lookup(goal: str, tool_names: list[str], rules: int = 0) -> StepDeci
     """Before the model's first step, the agent reads the definition of the most specific code
     name the question gives (`Class.member`, CamelCase, CONSTANT, snake_case; from rule
     revision 5 with a leading underscore too), if it has find_definition: a question about a
-    named definition starts with its lines in view."""
+    named definition starts with its lines in view. From rule revision 7, a question with none
+    of those has find_definition show the first of its dotted names and plain words the code
+    defines (`asks.lookup_words`)."""
     if FIND_DEFINITION not in tool_names:
         return None
     name = question_name(question_of(goal), rules)
+    if name is None and rules >= LOOKUP_WORDS_RULES:
+        words = lookup_words(question_of(goal), STOP_WORDS)
+        if not words:
+            return None
+        return StepDecided(
+            iteration=0, thought=f"{OPENING} code in plain words; read the first of {', '.join(words[:4])}, ... that the code defines.",
+            action=FIND_DEFINITION, args={"first_of": words}, auto=True,
+        )
     if name is None:
         return None
     return StepDecided(

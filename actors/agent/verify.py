@@ -64,6 +64,17 @@ def _values(quote: str) -> set[str]:
     return out
 
 
+# Rule revision 7: a value may be a name (`def easter(year, method=EASTER_WESTERN):`,
+# `timeout = DEFAULT_TIMEOUT`): what stands alone right of an `=` (a default or an assignment).
+NAMED_VALUE_RULES = 7
+_NAMED_VALUE = re.compile(r"(?<![=!<>+\-*/%&|^:])=\s*(?P<v>[A-Za-z_][\w.]*)\s*(?=[,)#:]|$)")
+
+
+def named_values(quote: str) -> set[str]:
+    """The names a quoted line sets or defaults something to (not True/False/None, not self)."""
+    return {m["v"] for m in _NAMED_VALUE.finditer(quote) if m["v"] not in ("True", "False", "None", "self", "cls")}
+
+
 def _without_citations(answer: str) -> str:
     text = SOURCE.sub(" ", answer)
     return re.sub(r"\blines? \d+(\s*-\s*\d+)?\b", " ", text, flags=re.I)
@@ -166,7 +177,8 @@ def mismatch(
             return f'Your quote holds the message "{short(message)}" but your answer does not give it. Answer with that text.'
         return None
     if ask == "value":
-        if not _LITERAL.search(q):
+        names = named_values(q) if rules >= NAMED_VALUE_RULES else set()
+        if not _LITERAL.search(q) and not names:
             return (
                 f"The question asks for a value, and your quote `{short(q)}` holds none (no number, "
                 f"string or True/False/None). Call {read_it} or read the line that sets the value, and quote that line."
@@ -181,7 +193,7 @@ def mismatch(
                 f"Your answer says {', '.join(missing)}, but the quoted line does not: `{short(q)}`. "
                 "Give the value the quote shows, or quote the line that shows yours."
             )
-        values = _values(q)
+        values = _values(q) | names
         bare = _without_citations(answer).lower()
         if strict and values and not any(v.lower() in bare for v in values):
             return (

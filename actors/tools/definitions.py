@@ -26,7 +26,9 @@ from actors.tools.paths import (
     walk_files,
 )
 from actors.tools.symbols import (
+    MAX_MATCHES,
     Definition,
+    Match,
     SymbolIndex,
     ctags_definitions,
     python_definitions,
@@ -79,7 +81,7 @@ def build_index(root: str | Path) -> tuple[SymbolIndex, dict[str, list[str]]]:
             others.append(rel)
     if others:
         definitions += _ctags(base, others)
-    index = SymbolIndex(definitions)
+    index = SymbolIndex(definitions, package=base.name)
     with _lock:
         _cache[str(base)] = (sig, index, sources)
     return index, sources
@@ -107,6 +109,28 @@ def find_definition(root: str | Path, name: str) -> str:
     return render(index, matches, sources, str(name).strip())
 
 
+def find_first_definition(root: str | Path, names: list[str]) -> str:
+    """The definition of the first of `names` the code has, for the agent's opening lookup of a
+    question whose code names are plain words (`tzrange`, `dateutil.easter.easter`): a dotted
+    name counts when it names any definition, a plain word only when a class has exactly that
+    name (a plain word is too often English: `start`, `parse`)."""
+    wanted = [str(n).strip() for n in names if str(n or "").strip()]
+    if not wanted:
+        raise ToolInputError("find_definition(first_of=[...]) needs at least one name")
+    index, sources = build_index(root)
+    for name in wanted:
+        if "." in name:
+            matches = index.lookup(name)
+        else:
+            matches = [Match(d, name) for d in index.classes(name)][:MAX_MATCHES]
+        if matches:
+            return render(index, matches, sources, name)
+    return (
+        f"No definition named {', '.join(repr(n) for n in wanted[:8])} in the index "
+        f"({len(index.definitions)} definitions). Try search_files with a word from the question."
+    )
+
+
 _NAME_ALIASES = ("name", "symbol", "identifier", "query", "class_name", "function", "class", "definition", "q")
 
 
@@ -122,7 +146,9 @@ class FindDefinition(Tool):
         super().__init__(root=root, **config)
         self.root = str(resolve_root(root))
 
-    def execute(self, name: str = "", **extra: Any) -> str:
+    def execute(self, name: str = "", first_of: list[str] | None = None, **extra: Any) -> str:
+        if first_of and not str(name or "").strip():  # the agent's opening lookup (rule revision 7)
+            return find_first_definition(self.root, list(first_of) if isinstance(first_of, (list, tuple)) else [str(first_of)])
         value = alias_arg(name, extra, _NAME_ALIASES)
         if isinstance(value, (list, tuple)):
             value = " ".join(str(v) for v in value)

@@ -177,6 +177,7 @@ def ctags_definitions(lines: Iterable[str]) -> list[Definition]:
 @dataclass
 class SymbolIndex:
     definitions: list[Definition] = field(default_factory=list)
+    package: str = ""  # the root folder's name, which a dotted name may start with (`dateutil.easter.easter`)
 
     def __post_init__(self) -> None:
         self._by_name: dict[str, list[Definition]] = {}
@@ -201,12 +202,17 @@ class SymbolIndex:
                 return found[:MAX_MATCHES]
         if not found:  # a different case ("packer" for "Packer")
             lowered = [p.lower() for p in parts]
-            found = [d for d in self.definitions if _suffix_matches([q.lower() for q in d.qualname.split(".")], d.path, lowered)]
-        found.sort(key=_rank)
+            found = [
+                d for d in self.definitions
+                if _suffix_matches([q.lower() for q in d.qualname.split(".")], d.path, lowered, self.package)
+            ]
+        # a definition whose own qualified name is all of the name asked first (parser.parse, the
+        # method of class parser, before the function parse of module parser/_parser.py)
+        found.sort(key=lambda d: (len(d.qualname.split(".")) != len(parts), *_rank(d)))
         return [Match(d, asked) for d in found[:MAX_MATCHES]]
 
     def _qualified(self, parts: list[str]) -> list[Definition]:
-        return [d for d in self._by_name.get(parts[-1], []) if _suffix_matches(d.qualname.split("."), d.path, parts)]
+        return [d for d in self._by_name.get(parts[-1], []) if _suffix_matches(d.qualname.split("."), d.path, parts, self.package)]
 
     def _inherited(self, owner: list[str], attr: str, asked: str) -> list[Match]:
         out: list[Match] = []
@@ -279,21 +285,35 @@ def _last(dotted: str) -> str:
     return re.sub(r"\[.*$", "", dotted).split(".")[-1].strip()
 
 
-def _suffix_matches(qual: list[str], path: str, parts: list[str]) -> bool:
+def _suffix_matches(qual: list[str], path: str, parts: list[str], package: str = "") -> bool:
     """Whether `parts` names the definition: its qualname's tail, with any leading parts the
-    module path (`pkg.module.Class` for pkg/module.py's Class)."""
+    module path (`pkg.module.Class` for pkg/module.py's Class). The module path may also be
+    named from its package (`tz.tzrange` for tz/tz.py's class, as the package re-exports it),
+    skip a private module (`parser.parse` for parser/_parser.py's function), and start with the
+    root package's own name, `package`, which paths under the root do not carry."""
     n = min(len(qual), len(parts))
     if qual[-n:] != parts[-n:]:
         return False
     rest = parts[: len(parts) - n]
     if not rest:
         return True
+    if len(qual) > len(parts):
+        return False
     module = [p for p in re.sub(r"\.\w+$", "", path).replace("\\", "/").split("/") if p]
     if module and module[-1] == "__init__":
         module = module[:-1]
     module_l = [m.lower() for m in module]
+    public = [m for m in module_l if not m.startswith("_")]
     rest_l = [r.lower() for r in rest]
-    return len(qual) <= len(parts) and module_l[-len(rest_l):] == rest_l
+    wants = [rest_l]
+    if package and rest_l[0] == package.lower():
+        wants.append(rest_l[1:])
+    for want in wants:
+        if not want:  # `pkg.Name`: anywhere in the package
+            return True
+        if module_l[-len(want):] == want or public[-len(want):] == want or module_l[: len(want)] == want:
+            return True
+    return False
 
 
 _KIND_ORDER = {"class": 0, "function": 1, "method": 2, "constant": 3, "attribute": 4, "variable": 5}

@@ -518,3 +518,19 @@ def test_rule_4_a_which_function_answer_names_one_the_question_does_not_give_and
         q2, "The method that calls `_process_error` is in `_connection.py`.", "    self._process_error(role)", rules=4
     )
     assert mismatch(q2, "`next_event` calls it.", "    def next_event(self):", rules=4) is None
+
+
+def test_from_rule_revision_7_a_name_right_of_an_equals_sign_is_a_value() -> None:
+    from actors.agent.verify import named_values
+
+    assert named_values("def easter(year, method=EASTER_WESTERN):") == {"EASTER_WESTERN"}
+    assert named_values("    timeout: float = defaults.TIMEOUT  # seconds") == {"defaults.TIMEOUT"}
+    # comparisons, calls, self and the literals are not named values
+    for line in ("if size >= LIMIT:", "x == LIMIT", "self.parent = self", "y = build(3)", "flag = None"):
+        assert named_values(line) == set(), line
+    q = "Which calculation method constant does easter use by default?"
+    line = "def easter(year, method=EASTER_WESTERN):"
+    assert mismatch(q, "EASTER_WESTERN", line, strict=True, rules=7) is None
+    assert "holds none" in mismatch(q, "EASTER_WESTERN", line, strict=True, rules=6)  # as it ran before
+    # an answer that gives another name than the line's is still refused
+    assert "does not give the one your quote shows" in mismatch(q, "EASTER_JULIAN", line, strict=True, rules=7)

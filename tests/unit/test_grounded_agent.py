@@ -494,3 +494,70 @@ def test_a_run_asks_for_a_rule_revision_and_an_unknown_one_is_refused_before_any
                 chorus.submit("What is the default timeout of HttpClient?", root=tmp_path, rules=bad)
         assert list(chorus.store.read_all()) == []  # nothing half-written
     assert ReactAgent.make_start(goal="q", root=".", tools=[], rules=6).rules == 6
+
+
+ZONES = '''"""Time zones."""
+
+
+class tzrangebase(object):
+    pass
+
+
+class tzrange(tzrangebase):
+    """A zone given by offsets."""
+
+    def __init__(self, stdabbr, start=None):
+        self.start = start or MARCH
+
+
+def easter(year, method=EASTER_WESTERN):
+    return year
+'''
+
+
+def test_from_rule_revision_7_a_question_naming_code_in_plain_words_has_it_looked_up(tmp_path: Path) -> None:
+    """`tzrange` and `zones.easter` are no CamelCase, CONSTANT or snake_case name: before
+    revision 7 such a question started with no lookup; from 7 find_definition shows the first
+    of its dotted names and plain words that the code defines (a plain word as a class only)."""
+    (tmp_path / "zones.py").write_text(ZONES)
+    prompts: list[str] = []
+
+    def answers_from_the_note(request: LlmRequest) -> str:
+        prompts.append(str(request.messages[-1]["content"]))
+        return _step("Line 12 shows it.", "answer", answer="MARCH", source="zones.py:12", quote="self.start = start or MARCH")
+
+    question = "When a tzrange is made with no start, which start does it use?"
+    state, events, _, provider = run(tmp_path, answers_from_the_note, lookups=True, question=question, rules=7)
+    lookup = events[1]
+    assert (lookup.action, lookup.auto) == ("find_definition", True)
+    assert lookup.args["first_of"][:2] == ["tzrange", "made"] and "which" not in lookup.args["first_of"]  # stop words left out
+    assert events[3].output.startswith("class tzrange(tzrangebase) is defined in zones.py line 8.")
+    assert "Looked up for you, the definition of tzrange:" in prompts[0]
+    assert provider.calls == 1 and state.answer.startswith("<answer>MARCH")
+    # a dotted name first, as any definition
+    _, dotted, _, _ = run(tmp_path, answers_from_the_note, lookups=True, stream="agent:dotted", rules=7,
+                          question="If you call zones.easter(year) without a method, which method is the default?")
+    assert dotted[1].args["first_of"][0] == "zones.easter"
+    assert dotted[3].output.startswith("function easter is defined in zones.py line 15.")
+    # revision 6 made no lookup for it; its runs replay as they ran
+    _, old, _, _ = run(tmp_path, answers_from_the_note, lookups=True, question=question, rules=6, stream="agent:old")
+    assert not any(e.type_name == "StepDecided" and e.auto for e in old)
+
+
+def test_from_rule_revision_7_a_default_that_is_a_name_answers_a_value_question(tmp_path: Path) -> None:
+    """`def easter(year, method=EASTER_WESTERN):` states a value, the name EASTER_WESTERN;
+    revision 6 refused it as a quote with no value in it."""
+    (tmp_path / "zones.py").write_text(ZONES)
+
+    def answers_with_the_default(request: LlmRequest) -> str:
+        if step_of(request) == 1:
+            return _step("Look it up.", "find_definition", name="easter")
+        return _step("Line 15 shows the default.", "answer", answer="EASTER_WESTERN", source="zones.py:15",
+                     quote="def easter(year, method=EASTER_WESTERN):")
+
+    question = "Which method constant does the easter function use by default?"
+    state, _, _, _ = run(tmp_path, answers_with_the_default, question=question, rules=7, stream="agent:r7")
+    assert state.answer.startswith("<answer>EASTER_WESTERN")
+    old, events, _, _ = run(tmp_path, answers_with_the_default, question=question, rules=6, stream="agent:r6")
+    refused = [e for e in events if e.type_name == "StepRejected"]
+    assert refused and "holds none" in refused[0].observation

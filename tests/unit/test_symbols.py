@@ -230,3 +230,47 @@ def test_a_class_outline_shows_its_whole_constructor_signature(tmp_path: Path) -
     assert "a body line" not in out  # the constructor's body stays out of the outline
     assert "self.size = 3" in out  # but the attributes it sets are members, as before
     assert "def m4(self):" in out  # the members after it are still listed
+
+
+def test_a_module_path_may_start_with_the_root_package_and_name_a_package_or_a_private_module() -> None:
+    """`dateutil.easter.easter`, `dateutil.tz.tzrange`, `dateutil.parser.parse`: the way a user
+    names a definition is its import path, which starts with the package the root folder is,
+    goes through a package that re-exports it, or skips the private module defining it."""
+    files = [
+        ("easter.py", "def easter(year, method=3):\n    return year\n"),
+        ("tz/__init__.py", "from .tz import tzrange\n"),
+        ("tz/tz.py", "class tzrange(object):\n    pass\n"),
+        ("parser/__init__.py", "from ._parser import parse, parser\n"),
+        ("parser/_parser.py", "class parser(object):\n    def parse(self, s):\n        return s\n\n\ndef parse(s):\n    return parser().parse(s)\n"),
+    ]
+    index = SymbolIndex([d for path, text in files for d in python_definitions(path, text)], package="dateutil")
+
+    def first(name: str) -> tuple[str, str, int]:
+        d = index.lookup(name)[0].definition
+        return d.qualname, d.path, d.line
+
+    assert first("dateutil.easter.easter") == ("easter", "easter.py", 1)
+    assert first("easter.easter") == ("easter", "easter.py", 1)
+    assert first("dateutil.tz.tzrange") == ("tzrange", "tz/tz.py", 1)
+    assert first("tz.tzrange") == ("tzrange", "tz/tz.py", 1)
+    assert first("dateutil.parser.parse") == ("parse", "parser/_parser.py", 6)  # the module's function
+    assert first("parser.parse") == ("parser.parse", "parser/_parser.py", 2)  # the class's own method first
+    # another package's name is not the root's: nothing is found through it
+    assert index.lookup("othertool.easter.easter") == []
+    assert SymbolIndex(index.definitions).lookup("dateutil.easter.easter") == []  # no package name given
+
+
+def test_the_opening_lookups_first_of_shows_the_first_name_the_code_defines(tmp_path: Path) -> None:
+    """find_definition(first_of=[...]): a dotted name as any definition, a plain word only as a
+    class's exact name (`start` is a method here, and English); none found says so in one line."""
+    from actors.tools.definitions import find_first_definition
+
+    (tmp_path / "zones.py").write_text(
+        "class tzrange(object):\n    def start(self):\n        return 1\n\n\ndef easter(year):\n    return year\n"
+    )
+    tool = FindDefinition(root=str(tmp_path))
+    assert tool.execute(first_of=["start", "tzrange"]).startswith("class tzrange(object) is defined in zones.py line 1.")
+    assert tool.execute(first_of=["easter", "zones.easter"]).startswith("function easter is defined in zones.py line 6.")
+    assert find_first_definition(tmp_path, ["start", "when"]).startswith("No definition named 'start', 'when'")
+    with pytest.raises(ToolInputError, match="at least one name"):
+        find_first_definition(tmp_path, [" "])

@@ -42,6 +42,8 @@ _HEAD_VALUE = re.compile(
     r"delay|length|rate|version|range|amount|capacity)s?\b",
     re.I,
 )
+# Rule revision 8: "what does ... say" with dotted names and up to twelve words between.
+_SAYS_8 = re.compile(r"^\s*what\s+does\s+\S+(?:\s+\S+){0,11}?\s+(?:log|print|say|warn|write|emit)\b", re.I)
 _SAYS = re.compile(r"^\s*what\s+does\s+\S+(?:\s+\S+){0,3}?\s+(?:log|print|say|warn|write|emit)\b", re.I)
 
 
@@ -66,6 +68,8 @@ def ask_of(question: str, rules: int = 0) -> str:
     """What the question asks for: name, base, override, message, value or any. From rule
     revision 3, a "which/what X ..." question's head phrase X decides first (`head_ask`);
     from 5, "which module-level function" asks for a name too (`ASKED_KIND_5`)."""
+    if rules >= ALL_NAMES_RULES and _SAYS_8.match(question):  # "What does the Error raised by a.b.f say ..."
+        return "message"
     if rules >= 3 and (head := head_ask(question)) is not None:
         return head
     for kind, pattern in _ASKS:
@@ -143,6 +147,23 @@ LOOKUP_WORDS_RULES = 7
 _DOTTED_WORDS = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
 _PLAIN_WORD = re.compile(r"(?<![\w.])([a-z][a-z0-9]{2,})(?![\w.])")
 MAX_LOOKUP_WORDS = 12
+
+
+# Rule revision 8: the opening lookup hands every name of the question to find_definition
+# (first_of), the code-shaped ones first, so a name the code does not define (a module's,
+# `_next_gen`) no longer ends the lookup; a code-shaped name counts as any definition.
+ALL_NAMES_RULES = 8
+
+
+def opening_names(question: str, rules: int, stop_words: frozenset[str] = frozenset()) -> list[str]:
+    """What the opening lookup asks find_definition for, in order: from revision 8 the
+    question's code names then its lookup words; from 7, the lookup words of a question with
+    no code name; else none (the lookup reads `question_name` alone)."""
+    if rules >= ALL_NAMES_RULES:
+        return list(dict.fromkeys(question_names(question, rules) + lookup_words(question, stop_words)))[:MAX_LOOKUP_WORDS]
+    if rules >= LOOKUP_WORDS_RULES and question_name(question, rules) is None:
+        return lookup_words(question, stop_words)
+    return []
 
 
 def lookup_words(question: str, stop_words: frozenset[str] = frozenset()) -> list[str]:

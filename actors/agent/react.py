@@ -15,7 +15,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from actors.agent.asks import LOOKUP_WORDS_RULES, ask_of, lookup_words, names_shown, question_name
+from actors.agent.asks import ALL_NAMES_RULES, ask_of, names_shown, opening_names, question_name
 from actors.agent.evidence import is_not_found, shown_lines, spans
 from actors.agent.verify import check_answer, lookup_name, shows_a_value
 from actors.agent.policy import REPEAT_MARK, format_observation, is_repeat, repeat_observation, wrap_answer
@@ -208,17 +208,18 @@ def answer_first(state: AgentState) -> bool:
     return ask in ANSWER_FIRST_ASKS and not any(cut in first.observation for cut in SHOWN_IN_PART)
 
 
-# From this rule revision the answer-first step picks a line number (`answer_lines`). Not yet
-# the default (RULES): a run asks for it with rules=6 until it is measured on held-out code.
+# In rule revisions 6 and 7 the answer-first step picks a line number (`answer_lines`). It was
+# level with revision 5 on two held-out packages, and the model once copied the step's note into
+# its answer; revision 8 answers as 5 did.
 LINE_RULES = 6
-MAX_RULES = LOOKUP_WORDS_RULES  # the newest rule revision a run may ask for (7: asks.lookup_words, verify's named values)
+MAX_RULES = ALL_NAMES_RULES  # the newest rule revision a run may ask for (7, 8: asks.opening_names; 7: verify's named values)
 
 
 def answer_lines(state: AgentState) -> dict[int, tuple[str, str]]:
     """Rule revision 6: the lines the opening lookup showed of the definition the question
     names (line number → path, text), which the answer-first step chooses from; empty for
     earlier runs, or when the lookup showed lines of more than one file."""
-    if state.rules < LINE_RULES or not state.history:
+    if not LINE_RULES <= state.rules < ALL_NAMES_RULES or not state.history:  # revision 8 drops it
         return {}
     scope = named_scope(state)
     files = {p for p, _, _ in scope}
@@ -249,6 +250,18 @@ def with_chosen_line(state: AgentState, args: dict[str, Any], parsed: Any) -> di
     return {**args, "source": f"{path}:{n}", "quote": text.strip()}
 
 
+def looked_up(step: HistoryItem, rules: int) -> list[str]:
+    """The names a find_definition step asked for: its name; from rule revision 8, for the
+    opening lookup's first_of, every name up to the one it found (the rest were not tried)."""
+    if rules < ALL_NAMES_RULES or "first_of" not in step.args:
+        return [str(step.args.get("name", ""))]
+    names = [str(n) for n in step.args.get("first_of") or []]
+    found = step.observation.split(" is defined in ", 1)[0].split()[-1:] if " is defined in " in step.observation.split("\n", 1)[0] else []
+    last = found[0].split("(")[0].rpartition(".")[2] if found else ""
+    cut = next((i for i, n in enumerate(names) if n.rpartition(".")[2] == last), len(names) - 1)
+    return names[: cut + 1]
+
+
 def own_lookups(state: AgentState) -> int:
     """The definitions the model itself asked for (the agent's own lookups aside)."""
     return sum(1 for h in state.history if h.action == FIND_DEFINITION and not h.auto)
@@ -260,18 +273,18 @@ def opening_lookup(goal: str, tool_names: list[str], rules: int = 0) -> StepDeci
     revision 5 with a leading underscore too), if it has find_definition: a question about a
     named definition starts with its lines in view. From rule revision 7, a question with none
     of those has find_definition show the first of its dotted names and plain words the code
-    defines (`asks.lookup_words`)."""
+    defines (`asks.lookup_words`); from 8, every question does, its code names first
+    (`asks.opening_names`)."""
     if FIND_DEFINITION not in tool_names:
         return None
     name = question_name(question_of(goal), rules)
-    if name is None and rules >= LOOKUP_WORDS_RULES:
-        words = lookup_words(question_of(goal), STOP_WORDS)
-        if not words:
-            return None
-        return StepDecided(
-            iteration=0, thought=f"{OPENING} code in plain words; read the first of {', '.join(words[:4])}, ... that the code defines.",
-            action=FIND_DEFINITION, args={"first_of": words}, auto=True,
+    words = opening_names(question_of(goal), rules, STOP_WORDS)
+    if words:
+        thought = (
+            f"{OPENING} {name}: read its definition, or the next of its names the code defines." if name is not None
+            else f"{OPENING} code in plain words; read the first of {', '.join(words[:4])}, ... that the code defines."
         )
+        return StepDecided(iteration=0, thought=thought, action=FIND_DEFINITION, args={"first_of": words}, auto=True)
     if name is None:
         return None
     return StepDecided(
@@ -518,7 +531,7 @@ class ReactAgent(Behaviour[AgentState]):
                 )
         if FIND_DEFINITION not in state.tool_names:
             return None
-        done = [h.args.get("name", "") for h in state.history if h.action == FIND_DEFINITION]
+        done = [n for h in state.history if h.action == FIND_DEFINITION for n in looked_up(h, state.rules)]
         if state.pending is not None:
             return None
         name = lookup_name(question_of(state.goal), answer, done)

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from actors.agent.asks import (
+    ALL_NAMES_RULES,
     ASKED_KIND,
     ASKED_KIND_5,
     CAMEL_NAME,
@@ -68,6 +69,18 @@ def _values(quote: str) -> set[str]:
 # `timeout = DEFAULT_TIMEOUT`): what stands alone right of an `=` (a default or an assignment).
 NAMED_VALUE_RULES = 7
 _NAMED_VALUE = re.compile(r"(?<![=!<>+\-*/%&|^:])=\s*(?P<v>[A-Za-z_][\w.]*)\s*(?=[,)#:]|$)")
+
+
+def _gives(value: str, answer: str, rules: int) -> bool:
+    """Whether an answer (lowercased) gives a value; from rule revision 8 an f-string's value
+    is given by its literal text (`Cannot convert value to bool: {val!r}` by an answer with
+    `Cannot convert value to bool: <value>`)."""
+    if value.lower() in answer:
+        return True
+    if rules < ALL_NAMES_RULES or "{" not in value:
+        return False
+    parts = [p.strip().lower() for p in re.split(r"\{[^{}]*\}", value) if len(p.strip()) >= 4]
+    return bool(parts) and all(p in answer for p in parts)
 
 
 def named_values(quote: str) -> set[str]:
@@ -195,13 +208,15 @@ def mismatch(
             )
         values = _values(q) | names
         bare = _without_citations(answer).lower()
-        if strict and values and not any(v.lower() in bare for v in values):
+        if strict and values and not any(_gives(v, bare, rules) for v in values):
             return (
                 f"The question asks for a value, and your answer does not give the one your quote shows "
                 f"({', '.join(sorted(values)[:3])} in `{short(q)}`). Answer with the value, or quote the line "
                 "that sets the value the question asks for."
             )
-    if ask == "any" and rules >= 5 and not _WHERE.match(question) and not new_tokens(question, answer):
+    # from rule revision 8 "... Which module defines it?" asks where too, wherever it stands
+    asks_where = (_WHERE_ANYWHERE.search if rules >= ALL_NAMES_RULES else _WHERE.match)(question)
+    if ask == "any" and rules >= 5 and not asks_where and not new_tokens(question, answer):
         # Rule revision 5: an answer that gives nothing the question did not (no name, value
         # or string of its own) restates the question
         return (
@@ -332,6 +347,7 @@ _CODE = re.compile(r"`([^`\s]+)`|\b([A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z0-9
 
 
 _WHERE = re.compile(r"\s*(where|in which (file|module)|which (file|module))\b", re.I)
+_WHERE_ANYWHERE = re.compile(r"\b(where|in which (file|module)|which (file|module))\b", re.I)
 # Words an answer may use to restate a question without answering it.
 _RESTATING = STOP_WORDS | frozenset(
     """maps mapped map defines defined define returns returned return sets set passes passed pass

@@ -10,6 +10,7 @@ other source files go through universal-ctags when it is installed (Debian's
 
 from __future__ import annotations
 
+import re
 import shutil
 import subprocess
 import threading
@@ -111,15 +112,15 @@ def find_definition(root: str | Path, name: str) -> str:
 
 def find_first_definition(root: str | Path, names: list[str]) -> str:
     """The definition of the first of `names` the code has, for the agent's opening lookup of a
-    question whose code names are plain words (`tzrange`, `dateutil.easter.easter`): a dotted
-    name counts when it names any definition, a plain word only when a class has exactly that
-    name (a plain word is too often English: `start`, `parse`)."""
+    question (`tzrange`, `dateutil.easter.easter`, `_next_gen`): a code-shaped name (a dot, an
+    underscore or a capital in it) counts when it names any definition, a plain lowercase word
+    only when a class has exactly that name (a plain word is too often English: `start`)."""
     wanted = [str(n).strip() for n in names if str(n or "").strip()]
     if not wanted:
         raise ToolInputError("find_definition(first_of=[...]) needs at least one name")
     index, sources = build_index(root)
     for name in wanted:
-        if "." in name:
+        if re.search(r"[._A-Z]", name):  # code-shaped: `pkg.mod.f`, `_private`, `CamelCase`, `snake_case`
             matches = index.lookup(name)
         else:
             matches = [Match(d, name) for d in index.classes(name)][:MAX_MATCHES]

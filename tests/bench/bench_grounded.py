@@ -50,7 +50,8 @@ SETS = {  # name -> (questions, the installed package they are about)
     "packaging": (ROOT / "tests" / "bench" / "eval" / "agent_packaging_heldout.json", "packaging==25.0"),  # rule revision 5 came from it
     "itsdangerous": (ROOT / "tests" / "bench" / "eval" / "agent_itsdangerous_heldout.json", "itsdangerous==2.2.0"),  # revision 5 measured on it
     "dateutil": (ROOT / "tests" / "bench" / "eval" / "agent_dateutil_heldout.json", "python-dateutil==2.9.0.post0"),  # revisions 5 and 6 measured on it; 7 came from it
-    "attrs": (ROOT / "tests" / "bench" / "eval" / "agent_attrs_heldout.json", "attrs==25.3.0"),  # revisions 5, 6 and 7 measured on it
+    "attrs": (ROOT / "tests" / "bench" / "eval" / "agent_attrs_heldout.json", "attrs==25.3.0"),  # revisions 5, 6 and 7 measured on it; 8 came from it
+    "structlog": (ROOT / "tests" / "bench" / "eval" / "agent_structlog_heldout.json", "structlog==25.4.0"),
 }
 SYSTEMS = ("after", "before", "researcher", "orchestrator", "bare")
 

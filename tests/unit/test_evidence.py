@@ -534,3 +534,26 @@ def test_from_rule_revision_7_a_name_right_of_an_equals_sign_is_a_value() -> Non
     assert "holds none" in mismatch(q, "EASTER_WESTERN", line, strict=True, rules=6)  # as it ran before
     # an answer that gives another name than the line's is still refused
     assert "does not give the one your quote shows" in mismatch(q, "EASTER_JULIAN", line, strict=True, rules=7)
+
+
+def test_from_rule_revision_8_a_question_asking_which_module_anywhere_is_answered_by_a_file_name() -> None:
+    q = "The keyword-only asdict in _next_gen delegates to a function it imports as _asdict. Which module defines that function?"
+    answer = "The keyword-only asdict function is defined in _funcs.py."
+    assert "restates the question" in mismatch(q, answer, "def asdict(", rules=7)  # as revision 7 ran
+    assert mismatch(q, answer, "def asdict(", rules=8) is None
+
+
+def test_from_rule_revision_8_what_does_a_dotted_name_say_asks_for_a_message() -> None:
+    q = "What does the ValueError raised by attr.converters.to_bool say when it is given a value it cannot interpret?"
+    assert ask_of(q, 7) == "value"  # the dotted name hid "what does ... say" from revision 7
+    assert ask_of(q, 8) == "message"
+    assert ask_of("What does the parser do with a value?", 8) == "value"
+
+
+def test_from_rule_revision_8_an_f_strings_value_is_given_by_its_literal_text() -> None:
+    q = "What value does the check build when the input is bad?"
+    line = 'msg = f"Cannot convert value to bool: {val!r}"'
+    answer = "It says 'Cannot convert value to bool: <value>'."
+    assert "does not give the one your quote shows" in mismatch(q, answer, line, strict=True, rules=7)
+    assert mismatch(q, answer, line, strict=True, rules=8) is None
+    assert "does not give the one" in mismatch(q, "It says 'Cannot convert'.", line, strict=True, rules=8)

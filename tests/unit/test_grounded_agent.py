@@ -561,3 +561,49 @@ def test_from_rule_revision_7_a_default_that_is_a_name_answers_a_value_question(
     old, events, _, _ = run(tmp_path, answers_with_the_default, question=question, rules=6, stream="agent:r6")
     refused = [e for e in events if e.type_name == "StepRejected"]
     assert refused and "holds none" in refused[0].observation
+
+
+def test_from_rule_revision_8_a_code_name_the_code_does_not_define_does_not_end_the_opening_lookup(tmp_path: Path) -> None:
+    """`_next_gen` is a module's name, no definition: revision 7 looked it up alone and found
+    nothing; from 8 find_definition goes on through the question's other names."""
+    (tmp_path / "zones.py").write_text(ZONES)
+
+    def answers_from_the_note(request: LlmRequest) -> str:
+        return _step("Line 12 shows it.", "answer", answer="MARCH", source="zones.py:12", quote="self.start = start or MARCH")
+
+    question = "In _next_gen, when a tzrange is made with no start, which start does it use?"
+    _, events, _, _ = run(tmp_path, answers_from_the_note, lookups=True, question=question, rules=8)
+    assert events[1].args["first_of"][:2] == ["_next_gen", "tzrange"]
+    assert events[3].output.startswith("class tzrange(tzrangebase) is defined in zones.py line 8.")
+    _, seven, _, _ = run(tmp_path, answers_from_the_note, lookups=True, question=question, rules=7, stream="agent:7")
+    assert seven[1].args == {"name": "_next_gen"} and seven[3].output.startswith("No definition named")
+
+
+def test_the_names_an_opening_lookup_tried_are_the_ones_up_to_what_it_found() -> None:
+    from actors.agent.prompt import HistoryItem
+    from actors.agent.react import looked_up
+
+    step = HistoryItem(
+        thought="t", action="find_definition", args={"first_of": ["_next_gen", "tzrange", "start"]},
+        observation="class tzrange(tzrangebase) is defined in zones.py line 8.\nzones.py, lines 8-13 of 16:", auto=True,
+    )
+    assert looked_up(step, 8) == ["_next_gen", "tzrange"]  # `start` was never tried
+    assert looked_up(step.model_copy(update={"observation": "No definition named '_next_gen', ..."}), 8) == [
+        "_next_gen", "tzrange", "start"]
+    assert looked_up(step, 7) == [""]  # as revision 7 ran
+
+
+def test_rule_revision_8_answers_after_the_opening_lookup_by_quoting_as_revision_5_did(tmp_path: Path) -> None:
+    """Revision 6's line-number step (kept in 7) is dropped from 8: no `line` in the schema,
+    no note asking for one; the model quotes the line, and the verify step checks the quote."""
+    requests: list[LlmRequest] = []
+
+    def quoter(request: LlmRequest) -> str:
+        requests.append(request)
+        return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
+
+    state, _, _, provider = run(tmp_path, quoter, lookups=True, rules=8)
+    assert provider.calls == 1 and state.answer.startswith("<answer>45")
+    schema = json.dumps(requests[0].response_schema)
+    assert '"line"' not in schema
+    assert "give line, the number of the line" not in str(requests[0].messages[-1]["content"])

@@ -98,12 +98,15 @@ def chunk_text(
         add_start_index=True,
     )
     line_starts = _line_starts(text)
-    chunks = []
+    chunks: list[Chunk] = []
     for doc in splitter.create_documents([text]):
         start = doc.metadata["start_index"]
         body = doc.page_content
-        if start < 0:  # the library could not place it (should not happen): search ourselves
-            start = text.find(body)
+        previous = chunks[-1].offset if chunks else 0
+        if start < previous:  # the library could not place it (-1): search on from the chunk before,
+            # not from the top, where a repeated text would be found again (out of order)
+            found = text.find(body, previous)
+            start = found if found >= 0 else text.find(body)
         first = _line_of(line_starts, start)
         last = _line_of(line_starts, start + max(len(body) - 1, 0))
         chunks.append(Chunk(path=path, start_line=first, end_line=last, text=body, language=lang, offset=start))

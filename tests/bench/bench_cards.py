@@ -12,8 +12,8 @@ question. Every variant sees exactly the same inputs:
   1:1 and 1:0.5;
 - `dense+lexical+cards`: the three file rankings fused, 1:1:1.
 
-Prints MRR per set, the mean over all sets but the first (the development set), and the time
-to build and embed the cards against the index's dense indexing time is in `bench_index`.
+Prints MRR per set and the mean over all sets but the first (the development set); the time
+to build and embed each package's cards goes to stderr.
 
     CHORUS_RAY_ADDRESS=local .venv/bin/python -m tests.bench.bench_cards \\
         ../shared/eval/codeqa_eventsourcing.json:.venv/lib/python3.11/site-packages/eventsourcing \\
@@ -29,21 +29,14 @@ from pathlib import Path
 
 import numpy as np
 
-from actors.codeqa.evaluation import _prepare, load_questions, reciprocal_rank
+from actors.codeqa.evaluation import load_questions, reciprocal_rank
 from actors.index.cards import file_card
-from actors.index.hybrid import search_index
 from actors.index.lexical import fuse
 from actors.index.repository import scan
-from actors.index.vectors import open_index
 from actors.runtime.registry import Registry
-from actors.runtime.settings import Settings
+from tests.bench.bench_fusion import Key, files, sides
 
-Key = tuple[str, int, int]
 Row = tuple[list[str], list[Key], list[Key], list[str]]  # gold, dense, lexical, cards
-
-
-def files(keys: Sequence[Key]) -> list[str]:
-    return list(dict.fromkeys(k[0] for k in keys))
 
 
 def hybrid(d: Sequence[Key], lex: Sequence[Key]) -> list[str]:
@@ -66,32 +59,24 @@ VARIANTS: dict[str, Callable[[Sequence[Key], Sequence[Key], Sequence[str]], list
 
 
 def rows(pairs: Sequence[str]) -> dict[str, list[Row]]:
-    settings = Settings.from_env()
+    """bench_fusion's two rankings per question, and the card ranking beside them."""
     embedder = Registry.get_embedder("minilm")
     out = {}
-    for pair in pairs:
+    for pair, (name, two_sides) in zip(pairs, sides(pairs).items(), strict=True):
         questions, root = pair.split(":", 1)
-        root_path = Path(root).resolve()
-        collection = _prepare(root_path, settings, embedder, headers=False, lexical=True, log=None)
         started = time.perf_counter()
-        texts = scan(root_path).texts
+        texts = scan(Path(root).resolve()).texts
         paths = list(texts)
         vectors = np.asarray(embedder.embed([file_card(p, texts[p]) for p in paths]), dtype=np.float32)
         vectors /= np.linalg.norm(vectors, axis=1, keepdims=True) + 1e-12
         card_s = time.perf_counter() - started
         out_rows = []
-        for q in load_questions(questions):
-            with open_index(settings) as index:
-                d = search_index(index, collection, q.q, embed=embedder.embed, ranking="dense", limit=50)
-                lex = search_index(index, collection, q.q, ranking="lexical", limit=50)
+        for q, (gold, d, lex) in zip(load_questions(questions), two_sides, strict=True):
             qv = np.asarray(embedder.embed([q.q])[0], dtype=np.float32)
             order = np.argsort(-(vectors @ (qv / (np.linalg.norm(qv) + 1e-12))), kind="stable")
-            out_rows.append((list(q.gold), [(h.path, h.start_line, h.end_line) for h in d],
-                             [(h.path, h.start_line, h.end_line) for h in lex], [paths[i] for i in order]))
-        name = Path(questions).stem.removeprefix("retrieval_").removeprefix("codeqa_")
+            out_rows.append((gold, d, lex, [paths[i] for i in order]))
         out[name] = out_rows
-        print(f"{name}: {len(out_rows)} questions, {len(paths)} cards built and embedded in {card_s:.1f}s",
-              file=sys.stderr, flush=True)
+        print(f"{name}: {len(paths)} cards built and embedded in {card_s:.1f}s", file=sys.stderr, flush=True)
     return out
 
 

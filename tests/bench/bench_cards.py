@@ -29,12 +29,12 @@ from pathlib import Path
 
 import numpy as np
 
-from actors.codeqa.evaluation import load_questions, reciprocal_rank
+from actors.codeqa.evaluation import load_questions
 from actors.index.cards import file_card
 from actors.index.lexical import fuse
 from actors.index.repository import scan
 from actors.runtime.registry import Registry
-from tests.bench.bench_fusion import Key, files, sides
+from tests.bench.bench_fusion import Key, files, print_mrr, sides
 
 Row = tuple[list[str], list[Key], list[Key], list[str]]  # gold, dense, lexical, cards
 
@@ -81,14 +81,7 @@ def rows(pairs: Sequence[str]) -> dict[str, list[Row]]:
 
 
 def main(argv: Sequence[str]) -> None:
-    data = rows(argv)
-    names = list(data)
-    print("| variant | " + " | ".join(names) + " | mean (all but the first) |")
-    print("|---" * (len(names) + 2) + "|")
-    for variant, rank in VARIANTS.items():
-        mrr = [sum(reciprocal_rank(rank(d, lex, c), gold) for gold, d, lex, c in data[n]) / len(data[n]) for n in names]
-        rest = mrr[1:] or mrr
-        print(f"| {variant} | " + " | ".join(f"{v:.2f}" for v in mrr) + f" | {sum(rest) / len(rest):.3f} |")
+    print_mrr(rows(argv), VARIANTS)
 
 
 if __name__ == "__main__":

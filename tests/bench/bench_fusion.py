@@ -71,15 +71,21 @@ def sides(pairs: Sequence[str]) -> dict[str, list[tuple[list[str], list[Key], li
     return out
 
 
-def main(argv: Sequence[str]) -> None:
-    data = sides(argv)
+def print_mrr(data: dict[str, list[tuple]], variants: dict[str, Callable[..., list[str]]]) -> None:
+    """A markdown table of each variant's MRR per set, each row of `data` being (gold, *rankings)
+    and each variant ranking files from the rankings; the last column is the mean over all
+    sets but the first (the development set)."""
     names = list(data)
     print("| variant | " + " | ".join(names) + " | mean (all but the first) |")
     print("|---" * (len(names) + 2) + "|")
-    for variant, rank in VARIANTS.items():
-        mrr = [sum(reciprocal_rank(rank(d, lex), gold) for gold, d, lex in data[n]) / len(data[n]) for n in names]
+    for variant, rank in variants.items():
+        mrr = [sum(reciprocal_rank(rank(*row[1:]), row[0]) for row in data[n]) / len(data[n]) for n in names]
         rest = mrr[1:] or mrr
         print(f"| {variant} | " + " | ".join(f"{v:.2f}" for v in mrr) + f" | {sum(rest) / len(rest):.3f} |")
+
+
+def main(argv: Sequence[str]) -> None:
+    print_mrr(sides(argv), VARIANTS)
 
 
 if __name__ == "__main__":

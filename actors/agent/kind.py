@@ -16,7 +16,8 @@ import actors.tools.definitions  # noqa: F401  (registers find_definition)
 import actors.tools.files  # noqa: F401  (registers the file tools the ReAct agent uses)
 from actors.agent.actor import AgentActor, agent_stream
 from actors.agent.policy import unwrap_answer
-from actors.agent.react import MAX_RULES, ReactAgent
+from actors.agent.lookups import MAX_RULES
+from actors.agent.react import ReactAgent
 from actors.runtime.behaviour import Behaviour
 from actors.runtime.client import DEFAULT_LLM_PARAMS, Client, RunHandle, new_run_id
 from actors.runtime.console import follow_run

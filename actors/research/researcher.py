@@ -17,7 +17,8 @@ from __future__ import annotations
 import json
 from typing import Any, Literal
 
-from actors.agent.react import BUDGET_ERRORS, FIND_DEFINITION, RULES, AgentState, ReactAgent, opening_lookup, reads_code
+from actors.agent.lookups import FIND_DEFINITION, RULES, opening_lookup, reads_code
+from actors.agent.react import BUDGET_ERRORS, AgentState, ReactAgent
 from actors.agent.react import next_effect as agent_next_effect
 from actors.research import prompts
 from actors.runtime.behaviour import Behaviour, Command

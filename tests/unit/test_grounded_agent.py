@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.agent.react import NOT_IN_DEFINITION, RULES, ReactAgent, StartAgent
+from actors.agent.lookups import NOT_IN_DEFINITION, RULES
+from actors.agent.react import ReactAgent, StartAgent
 from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.llm.types import LlmRequest
@@ -484,7 +485,7 @@ def test_a_value_quoted_from_a_docstring_is_refused_and_nothing_more_is_looked_u
 
 def test_a_run_asks_for_a_rule_revision_and_an_unknown_one_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     from actors import Client
-    from actors.agent.react import MAX_RULES
+    from actors.agent.lookups import MAX_RULES
     from actors.runtime.settings import Settings
 
     settings = Settings.from_env(store_url="memory://", data_dir=tmp_path / "data")
@@ -581,7 +582,7 @@ def test_from_rule_revision_8_a_code_name_the_code_does_not_define_does_not_end_
 
 def test_the_names_an_opening_lookup_tried_are_the_ones_up_to_what_it_found() -> None:
     from actors.agent.prompt import HistoryItem
-    from actors.agent.react import looked_up
+    from actors.agent.lookups import looked_up
 
     step = HistoryItem(
         thought="t", action="find_definition", args={"first_of": ["_next_gen", "tzrange", "start"]},

@@ -188,7 +188,7 @@ def test_a_run_stating_its_answer_carries_the_loops_answer_and_one_recorded_befo
 
 
 def test_a_grounded_research_loop_starts_with_the_agents_rule_revision_and_older_runs_with_none():
-    from actors.agent.react import RULES
+    from actors.agent.lookups import RULES
     from actors.runtime.registry import Registry
 
     find = Registry.tool_class("find_definition")

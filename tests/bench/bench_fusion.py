@@ -18,7 +18,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from actors.codeqa.evaluation import _prepare, load_questions, reciprocal_rank
+from actors.codeqa.evaluation import EvalError, _prepare, load_questions, reciprocal_rank
 from actors.index.hybrid import search_index
 from actors.index.lexical import fuse
 from actors.index.vectors import open_index
@@ -56,11 +56,19 @@ def sides(pairs: Sequence[str]) -> dict[str, list[tuple[list[str], list[Key], li
     settings = Settings.from_env()
     embedder = Registry.get_embedder("minilm")
     out = {}
-    for pair in pairs:
-        questions, root = pair.split(":", 1)
+    sets = []
+    for pair in pairs:  # every set and folder checked before anything is indexed
+        questions, _, root = pair.partition(":")
+        if not Path(root).is_dir():
+            raise SystemExit(f"{pair}: expected QUESTIONS.json:FOLDER, and {root or '(none)'} is not a folder")
+        try:
+            sets.append((questions, root, load_questions(questions)))
+        except EvalError as e:
+            raise SystemExit(f"{pair}: {e}") from None
+    for questions, root, asked in sets:
         collection = _prepare(Path(root).resolve(), settings, embedder, headers=False, lexical=True, log=None)
         rows = []
-        for q in load_questions(questions):
+        for q in asked:
             with open_index(settings) as index:
                 d = search_index(index, collection, q.q, embed=embedder.embed, ranking="dense", limit=50)
                 lex = search_index(index, collection, q.q, ranking="lexical", limit=50)

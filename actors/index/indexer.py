@@ -24,8 +24,9 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
-from actors.index.chunking import Chunk, chunk_text, with_headers
+from actors.index.chunking import Chunk, window_chunks, with_headers
 from actors.index.repository import RepositoryError, resolve_source, scan
+from actors.index.tokens import count_tokens
 from actors.index.vectors import (
     HEADER_SCHEMA,
     PLAIN_SCHEMA,
@@ -104,7 +105,7 @@ def index_repository(
 
     chunks: list[Chunk] = []
     for p in changed:
-        cut = chunk_text(p, files.texts[p])
+        cut = window_chunks(p, files.texts[p], length=count_tokens, prefix=embedded_text(p, "", ""))
         chunks += with_headers(cut, files.texts[p]) if headers else cut
     for i in range(0, len(chunks), EMBED_BATCH):
         batch = chunks[i : i + EMBED_BATCH]

@@ -14,7 +14,7 @@ index cut short is never taken for a finished one, and the next run re-embeds wh
 last *complete* manifest does not vouch for. It also names the `schema` of the embedded text
 (path and text, or path, header and text; see `actors.index.indexer.text_to_embed`): an
 index embedded another way is not trusted, and is rebuilt. A manifest written before the
-schema was recorded embedded path and text, and reads as `PLAIN_SCHEMA`.
+schema was recorded embedded path and text in 1,200-character chunks (`UNRECORDED_SCHEMA`), and is rebuilt.
 
 Chunks embedded with headers live in their own collection (`collection_for(..., headers=True)`),
 so both variants of one repository can be kept and compared. `chunks()` reads every chunk's
@@ -37,8 +37,11 @@ from actors.runtime.errors import UserError
 
 MANIFESTS = "chorus_manifests"
 # What a collection's vectors embed; a change of format is a new schema (and a re-embedding).
-PLAIN_SCHEMA = "path+text/1"
-HEADER_SCHEMA = "path+header+text/1"
+# /2: chunks cut to the embedder's 256-token window (`chunking.window_chunks`), where /1 cut
+# them at 1,200 characters, whose tails MiniLM never read.
+PLAIN_SCHEMA = "path+text/2"
+HEADER_SCHEMA = "path+header+text/2"
+UNRECORDED_SCHEMA = "path+text/1"  # what a manifest that names no schema was embedded with
 _NS = uuid.UUID("6f1c2a54-3b7e-4c1d-9a0e-5d8b7c6e4f21")
 
 
@@ -127,7 +130,7 @@ class VectorIndex:
             files=dict(p.get("files", {})),
             chunks=int(p.get("chunks", 0)),
             dim=int(p.get("dim", 0)),
-            schema=str(p.get("schema", PLAIN_SCHEMA)),
+            schema=str(p.get("schema", UNRECORDED_SCHEMA)),
         )
 
     def write_manifest(self, m: Manifest) -> None:

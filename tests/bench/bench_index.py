@@ -26,8 +26,8 @@ def main() -> None:
 
     import eventsourcing
 
-    from actors.index.chunking import chunk_text
-    from actors.index.indexer import index_repository, text_to_embed
+    from actors.index.chunking import window_chunks
+    from actors.index.indexer import embedded_text, index_repository, text_to_embed
     from actors.index.repository import scan
     from actors.index.vectors import open_index
     from actors.runtime.registry import Registry
@@ -37,7 +37,9 @@ def main() -> None:
     embedder = Registry.get_embedder("minilm")
     embedder.embed(["warm up"])
     files = scan(repo)
-    chunks = [c for p, t in files.texts.items() for c in chunk_text(p, t)]
+    from actors.index.tokens import count_tokens
+
+    chunks = [c for p, t in files.texts.items() for c in window_chunks(p, t, length=count_tokens, prefix=embedded_text(p, "", ""))]
     rows = []
     for r in range(args.rounds):
         with tempfile.TemporaryDirectory() as tmp:

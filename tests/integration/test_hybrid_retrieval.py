@@ -185,11 +185,14 @@ def test_headers_are_a_collection_of_their_own_and_a_new_schema_is_reembedded(se
         index.write_manifest(m)
     report = _index(settings, repo, HashEmbedder())
     assert report.files_unchanged == 0 and report.files_embedded == len(FILES) + 1
-    # a manifest from before schemas were recorded embedded path and text: still trusted
+    assert _index(settings, repo, HashEmbedder()).files_unchanged == len(FILES) + 1  # now trusted
+    # a manifest from before schemas were recorded embedded 1,200-character chunks: rebuilt,
+    # and trusted again once it is
     with open_index(settings) as index:
         point = index.client.retrieve("chorus_manifests", ids=[_manifest_id(collection_for(str(repo)))], with_payload=True)[0]
         payload = {k: v for k, v in point.payload.items() if k != "schema"}
         index.client.overwrite_payload("chorus_manifests", payload=payload, points=[point.id])
+    assert _index(settings, repo, HashEmbedder()).files_embedded == len(FILES) + 1
     assert _index(settings, repo, HashEmbedder()).files_unchanged == len(FILES) + 1
 
 

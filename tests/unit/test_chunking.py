@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from actors.index.chunking import chunk_text, language_of, separators_for
+from actors.index.chunking import EMBED_WINDOW, chunk_text, language_of, separators_for, window_chunks
 from actors.index.tokens import count_tokens
 
 PY = "\n".join(
@@ -61,8 +62,6 @@ def test_markdown_splits_at_headings_and_unknown_files_are_plain_text():
 
 def test_empty_text_gives_no_chunks_and_overlap_must_be_smaller():
     assert chunk_text("a.py", "  \n\n") == []
-    import pytest
-
     with pytest.raises(ValueError, match="overlap"):
         chunk_text("a.py", "x", size=10, overlap=10)
 
@@ -72,6 +71,23 @@ def test_token_sized_chunks_stay_within_size():
     chunks = chunk_text("t.py", text, size=100, overlap=20, length=count_tokens)
     assert len(chunks) > 5
     assert max(count_tokens(c.text) for c in chunks) <= 100
+
+
+def test_window_chunks_fit_the_embedders_window_with_their_path_and_cover_the_file():
+    text = "\n".join(f"def handler_{i}(request, response):\n    return response.with_status({i}, request.headers)\n" for i in range(120))
+    path = "service/handlers/http_routes.py"
+    chunks = window_chunks(path, text, length=count_tokens, prefix=f"{path}\n")
+    assert len(chunks) > 3
+    # what is embedded ([CLS] path text [SEP]) is never cut off by MiniLM's 256 tokens
+    assert max(count_tokens(f"{path}\n{c.text}") + 2 for c in chunks) <= EMBED_WINDOW
+    assert all(f"handler_{i}(" in "".join(c.text for c in chunks) for i in range(120))
+    # the default character size would not have fit: the reason the index cuts by tokens
+    assert max(count_tokens(f"{path}\n{c.text}") for c in chunk_text(path, text)) > EMBED_WINDOW
+
+
+def test_window_chunks_refuse_a_prefix_that_leaves_no_room():
+    with pytest.raises(ValueError, match="leaves"):
+        window_chunks("a.py", "x = 1\n", length=count_tokens, prefix="word " * 250)
 
 
 words = st.lists(st.sampled_from(["alpha", "beta", "gamma", "x", "def", "class", "\n", "\n\n", "  "]), min_size=1, max_size=300)

@@ -19,6 +19,7 @@ from actors.runtime.run import Complete, Fail, RunLifecycle, Start, run_stream
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell
 from actors.runtime.tool_context import ToolContext
+from actors.runtime.wire import from_wire
 from events.errors import ErrorInfo
 from events.store import EventStore
 
@@ -50,7 +51,9 @@ class AgentActor:
         self.ledger = open_ledger(self.store, run_id, shared=True, streams=self.call_streams())
 
     def serve(self, start: Any) -> dict[str, Any]:
-        """Run the agent to the end and close the run; returns a summary."""
+        """Run the agent to the end and close the run; returns a summary. `start` is the start
+        command, or its wire form (`Client.spawn` sends that)."""
+        start = from_wire(start)
         self.shell.handle(start, causation_id=self.run.last_event_id)  # caused by RunSubmitted
         self.run.handle(
             Start(key="start", lead_stream=self.shell.stream_id), causation_id=self.shell.last_event_id

@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from actors.runtime.actor_options import restartable
+from actors.runtime.behaviour import Command
 from actors.runtime.llm.local_server import LocalLlamaServer
 from actors.runtime.perform import tool_error_message
 from actors.runtime.placement import ray_options
@@ -42,6 +43,7 @@ from actors.runtime.run import (
 )
 from actors.runtime.settings import ConfigError, Settings
 from actors.runtime.shell import ActorShell
+from actors.runtime.wire import to_wire
 from events.backends import backend_of
 from events.errors import ErrorInfo
 from events.runs import Budget
@@ -289,7 +291,8 @@ class Client:
 
     def spawn(self, run_id: str, actor_class: type, name: str, args: tuple[Any, ...], start: tuple[Any, ...]) -> RunHandle:
         """Serve a run on a Ray actor `actor_class(*args)` named `name`, calling its
-        `serve(*start)`; Ray restarts it and retries the call after a crash. An actor class
+        `serve(*start)`, each command in `start` sent in its wire form (`actors.runtime.wire`:
+        the actor takes it back with `from_wire`); Ray restarts it and retries the call after a crash. An actor class
         with a `stop()` method gets a second thread, so `cancel` can call it while `serve`
         runs."""
         import ray  # lazily: reading runs (`chorus runs`, replay) needs no Ray
@@ -303,7 +306,8 @@ class Client:
             .options(**restartable(name=name, num_cpus=0, max_concurrency=concurrency, **placed))
             .remote(*args)
         )
-        return RunHandle(self, run_id, actor.serve.remote(*start), actor)
+        sent = [to_wire(a) if isinstance(a, Command) else a for a in start]  # commands as bytes (wire.py)
+        return RunHandle(self, run_id, actor.serve.remote(*sent), actor)
 
     def fork(
         self,

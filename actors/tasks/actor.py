@@ -17,10 +17,11 @@ import signal
 import threading
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from actors.runtime.llm.providers import provider_from_settings
 from actors.runtime.settings import Settings
+from actors.runtime.wire import from_wire
 from actors.tasks.runner import serve
 from actors.tasks.tools import workspace_tools
 from actors.tasks.workflow import ForkWorkflow, StartWorkflow
@@ -34,7 +35,9 @@ class TaskActor:
         self.provider = llm if llm is not None else provider_from_settings(settings)
         self.stopped = threading.Event()
 
-    def serve(self, start: StartWorkflow, fork: ForkWorkflow | None = None) -> dict[str, Any]:
+    def serve(self, start: StartWorkflow | bytes, fork: ForkWorkflow | bytes | None = None) -> dict[str, Any]:
+        start = cast(StartWorkflow, from_wire(start))  # `Client.spawn` sends commands in their wire form
+        fork = cast(ForkWorkflow, from_wire(fork)) if fork is not None else None
         tools = StoppableTools(workspace_tools(start.workspace), self.stopped)
         result = serve(self.store, self.run_id, start, self.provider, tools=tools, fork=fork)
         return result.model_dump(mode="json")

@@ -4,11 +4,13 @@
     .venv/bin/python -m tests.bench.bench_actor --backends sqlite --calls 500 --rounds 9
 
 One command through a Ray actor hosting an `ActorShell`
-(`ray.get(host.handle.remote(command))`: idempotency check, decide, stamp, append to the
-store, evolve, and a snapshot every 100 commands as the shell does by default) against,
-measured turn about in the same run:
+(`ray.get(host.handle.remote(to_wire(command)))`: the command crosses in its wire form, as
+`Client.spawn` sends start commands (`actors.runtime.wire`), and the host validates it back,
+then idempotency check, decide, stamp, append to the store, evolve, and a snapshot every 100
+commands as the shell does by default) against, measured turn about in the same run:
 
-- a bare Ray actor call, `ray.get(bare.f.remote())` (and the same call carrying the command);
+- a bare Ray actor call, `ray.get(bare.f.remote())` (and the same call carrying the command's
+  wire form, not decoded);
 - the store's own commit alone: one `EventStore.append` of one event from the driver;
 - a Ray call whose actor appends the event with `EventStore.append` directly (no shell),
   which splits our overhead into "Ray + commit" and "the shell".
@@ -29,10 +31,12 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import cast
 
 import ray
 
 from actors.runtime.shell import ActorShell
+from actors.runtime.wire import from_wire, to_wire
 from events.store import EventStore
 from tests.bench.bench_store import (
     NOTE,
@@ -59,7 +63,7 @@ class Bare:
     def f(self) -> int:
         return 1
 
-    def g(self, command: Note) -> int:
+    def g(self, command: bytes) -> int:
         return 1
 
 
@@ -73,12 +77,13 @@ class ShellHost:
         ).load()
         self.direct_version = 0
 
-    def handle(self, command: Note) -> int:
-        self.shell.handle(command)
+    def handle(self, wire: bytes) -> int:
+        self.shell.handle(from_wire(wire))
         return self.shell.version
 
-    def append(self, command: Note) -> int:
+    def append(self, wire: bytes) -> int:
         """The same event, appended with EventStore.append and no shell."""
+        command = cast(Note, from_wire(wire))
         e = Noted(amount=command.amount, note=command.note, tags=command.tags, run_id="run-bench",
                   command_id=command.key)
         self.store.append("tally-direct", [e], self.direct_version)
@@ -113,13 +118,13 @@ def bench(backends: list[str], args: argparse.Namespace, tmpdir: str) -> str:
                 def ours() -> int:
                     n["ours"] += 1
                     sent[:] = [command()]
-                    return ray.get(host.handle.remote(sent[0]))
+                    return ray.get(host.handle.remote(to_wire(sent[0])))
 
                 ops = {
                     "bare": lambda: ray.get(bare.f.remote()),
-                    "bare_arg": lambda: ray.get(bare.g.remote(command())),
+                    "bare_arg": lambda: ray.get(bare.g.remote(to_wire(command()))),
                     "commit": commit,
-                    "direct": lambda: ray.get(host.append.remote(command())),
+                    "direct": lambda: ray.get(host.append.remote(to_wire(command()))),
                     "ours": ours,
                 }
                 for _ in range(20):  # warm up: workers, connections, prepared statements
@@ -127,7 +132,7 @@ def bench(backends: list[str], args: argparse.Namespace, tmpdir: str) -> str:
                         op()
                 samples = interleaved(ops, args.calls, args.rounds)
                 # One event per command, and a command sent again appends nothing.
-                assert ray.get(host.handle.remote(sent[0])) == n["ours"], "lost or doubled events"
+                assert ray.get(host.handle.remote(to_wire(sent[0]))) == n["ours"], "lost or doubled events"
             finally:
                 store.close()
                 ray.get(host.close.remote())

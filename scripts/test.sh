@@ -12,12 +12,14 @@ set -uo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}
 
+# --durations: the slowest tests are named at the end of each run, so that a suite that grows
+# slow says where (the integration and end-to-end run took 27-45 minutes on 2 cores in Nov 2026).
 run() {
-  "$PY" -X faulthandler -m pytest -q "$@"
+  "$PY" -X faulthandler -m pytest -q --durations=15 "$@"
   local rc=$?
   if [ "$rc" -gt 128 ]; then
     echo "test.sh: pytest $* was killed by signal $((rc - 128)) (exit $rc), not by a failing test; running it once more" >&2
-    "$PY" -X faulthandler -m pytest -q "$@"
+    "$PY" -X faulthandler -m pytest -q --durations=15 "$@"
     rc=$?
   fi
   if [ "$rc" -eq 5 ]; then

@@ -4,9 +4,10 @@ vectors alone and `"lexical"` BM25 alone — then map-reduce synthesis. Hybrid i
 because, with chunks cut to the embedder's window, it ranked the answering file better than
 the vectors alone over thirteen held-out packages (mean MRR 0.889 against 0.879) and level on
 the development questions (0.88 against 0.89); a question naming a class is found by its name
-even where the vectors miss it (BENCHMARKS.md, "Repository index"). The map step asks the model what each snippet says about the query — the calls
-run in parallel on Ray workers (`ToolContext.complete_many`) — and the reduce step combines
-those notes into one answer that cites path and line range.
+even where the vectors miss it (BENCHMARKS.md, "Repository index"). The map step asks the
+model what each snippet says about the query — the calls run in parallel on Ray workers
+(`ToolContext.complete_many`) — and the reduce step combines those notes into one answer
+that cites path and line range.
 
 The prompts and the parsing are pure functions; `RepositorySearcher.execute` does the I/O.
 The whole observation (answer and sources) is recorded by the agent as the tool's result,

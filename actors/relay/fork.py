@@ -32,7 +32,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from actors.relay.git_workspace import GitWorkspace
+from actors.relay.git_workspace import GitWorkspace, relay_branch
 from actors.relay.recording import scheduler_stream
 from actors.relay.scheduler import RelayState, SchedulerBehaviour
 from actors.relay.session import KIND
@@ -180,7 +180,7 @@ def fork_relay(
 
     made = not folder.exists()
     try:
-        git = GitWorkspace(folder).init()
+        git = GitWorkspace(folder).init(relay_branch(new_id))
         git.write(state.files)
         git.commit(f"relay {new_id}: forked from relay {run_id} at turn {turn}")
     except (OSError, RuntimeError) as e:

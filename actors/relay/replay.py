@@ -92,6 +92,7 @@ def replay_relay(records: Iterable[Recorded], run_id: str) -> ReplayReport:
             max_retries=planned.max_retries,
             budget=planned.budget,
             files=fold_workspace(start),
+            escalation_rollback=planned.escalation_rollback,
         )
         drive_relay(
             shell,
@@ -211,5 +212,5 @@ def _replay_orchestrator(scratch: EventStore, run_id: str, planned: RoadmapPlann
             planned.task,
             outcome.parsed if outcome.parsed is not None else outcome.content,
         )
-        if [i.model_dump(mode="json") for i in roadmap.items] != planned.items:
+        if [i.recorded() for i in roadmap.items] != planned.items:
             raise ValueError("the orchestrator's recorded reply no longer yields the recorded roadmap")

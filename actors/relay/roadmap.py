@@ -2,7 +2,9 @@
 the verifier judges a turn by.
 
 A roadmap comes from a person's file (`--roadmap FILE`: YAML, or a markdown list) or from
-the Orchestrator's one LLM call. Both are pure here: `parse_roadmap` reads text,
+the Orchestrator's one LLM call. A YAML item may say `allow_check_config: true`: its work
+is the checks' own configuration (conftest.py, pytest or ruff settings), so changing it is
+not a defect there (actors.relay.check_config); only a person's file can say so. Both are pure here: `parse_roadmap` reads text,
 `roadmap_request` / `roadmap_from_reply` build the call and read its recorded answer. A bad
 file is the person's mistake, so it raises ValueError with one line: `FILE: where: message`.
 """
@@ -27,6 +29,7 @@ ROADMAP_MAX_TOKENS = 600
 TITLE_KEYS = ("title", "item", "name", "step")
 ACCEPTANCE_KEYS = ("acceptance", "acceptance_criteria", "criteria", "accept")
 DETAILS_KEYS = ("details", "description", "notes")
+ALLOW_CONFIG_KEY = "allow_check_config"
 ACCEPT_PREFIX = "- accept: "  # how a chunk marks a criterion
 
 
@@ -38,6 +41,15 @@ class RoadmapItem(BaseModel):
     title: str
     acceptance_criteria: list[str] = []
     details: str = ""
+    allow_check_config: bool = False  # the builder may change what configures the checks
+
+    def recorded(self) -> dict[str, Any]:
+        """The item as RoadmapPlanned records it; `allow_check_config` only when set, so a
+        log written before the field existed replays to the same event."""
+        data = self.model_dump(mode="json")
+        if not self.allow_check_config:
+            data.pop("allow_check_config")
+        return data
 
     def chunk(self) -> str:
         """The item as one text (the events' `roadmap_chunk` and the vector memory's query)."""
@@ -144,7 +156,7 @@ def _yaml_item(raw: Any, filename: str, where: str) -> RoadmapItem:
         return RoadmapItem(title=_one_line(raw))
     if not isinstance(raw, dict):
         raise ValueError(f"{filename}: {where}: an item is a title or a mapping, not {type(raw).__name__}")
-    known = {*TITLE_KEYS, *ACCEPTANCE_KEYS, *DETAILS_KEYS}
+    known = {*TITLE_KEYS, *ACCEPTANCE_KEYS, *DETAILS_KEYS, ALLOW_CONFIG_KEY}
     keys = [str(k) for k in raw]
     if len(raw) == 1 and keys[0] not in known:  # `- Set up the project: [criteria...]`
         title, value = next(iter(raw.items()))
@@ -152,8 +164,12 @@ def _yaml_item(raw: Any, filename: str, where: str) -> RoadmapItem:
     unknown = [k for k in keys if k not in known]
     if unknown:
         raise ValueError(
-            f"{filename}: {where}: unknown key {unknown[0]!r} (an item has title, acceptance, details)"
+            f"{filename}: {where}: unknown key {unknown[0]!r} (an item has title, acceptance, details, "
+            f"{ALLOW_CONFIG_KEY})"
         )
+    allow = raw.get(ALLOW_CONFIG_KEY, False)
+    if not isinstance(allow, bool):
+        raise ValueError(f"{filename}: {where}.{ALLOW_CONFIG_KEY}: must be true or false, not {allow!r}")
     title = next((raw[k] for k in TITLE_KEYS if k in raw), None)
     if title is None or isinstance(title, (dict, list)) or not str(title).strip():
         raise ValueError(f"{filename}: {where}: the item has no title")
@@ -163,6 +179,7 @@ def _yaml_item(raw: Any, filename: str, where: str) -> RoadmapItem:
         title=_one_line(title),
         acceptance_criteria=_criteria(raw.get(acc_key), filename, f"{where}.{acc_key}") if acc_key else [],
         details=str(details).strip(),
+        allow_check_config=allow,
     )
 
 

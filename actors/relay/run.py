@@ -47,8 +47,10 @@ def plan_relay(
     max_retries: int = 3,
     budget: RelayBudget | None = None,
     files: dict[str, str] | None = None,
+    escalation_rollback: bool = True,
 ) -> list[Event]:
-    """Record the roadmap (and the files the workspace held already); idempotent."""
+    """Record the roadmap (and the files the workspace held already); idempotent.
+    `escalation_rollback` False only to replay a log planned before it existed."""
     command = PlanRoadmap(
         key=PLAN_KEY,
         task_id=shell.run_id or shell.stream_id,
@@ -57,6 +59,7 @@ def plan_relay(
         max_retries=max_retries,
         budget=budget or RelayBudget(),
         files=dict(files or {}),
+        escalation_rollback=escalation_rollback,
     )
     return shell.handle(command)
 

@@ -13,9 +13,19 @@ recorded results back as commands; `decide` turns each into the relay's events:
                                 the next item with the retry count reset
                         FAILED / RETRY: retry_count + 1; while <= max_retries a new
                                 RelayTurnStarted for the same item carrying the defect,
-                                else EscalationRaised and the next item
+                                else the rollback and EscalationRaised, and the next item
                       the next item is RelayTurnStarted, or RoadmapCompleted after the last
     Tick              nothing, or RelayStopped once the wall-time budget has run out
+    ResolveEscalation EscalationResolved: a person dealt with an escalation (its note,
+                      who); nothing for one resolved already; ValueError for an id the
+                      relay never raised. Any time, the relay running or ended.
+
+An escalated item's failed attempt does not stay: before EscalationRaised a
+WorkspaceChanged (turn id: the escalation's id) returns the workspace to the files the item
+started from, the last checkpoint's (or the previous rollback's), so the next item is built
+and linted on code that passed, and the git mirror follows. This is a named behaviour
+change: RoadmapPlanned records `escalation_rollback` (True for every relay planned since),
+and a log written before it, without the flag, replays without the rollback.
 
 The budget (tokens and wall time) covers the whole relay: when it runs out the relay
 ends with RelayStopped(reason "budget_exhausted") instead of starting another turn.
@@ -41,6 +51,7 @@ from actors.runtime.behaviour import Behaviour, Command
 from events.base import Event, State
 from events.relay import (
     BatonPacket,
+    EscalationResolved,
     BatonPassed,
     CheckpointStored,
     DefectCapsule,
@@ -102,6 +113,9 @@ class RelayState(State):
     stop_reason: str | None = None
     files: dict[str, str] = {}  # the workspace: the fold of WorkspaceChanged
     item_files: dict[str, str] = {}  # the workspace when the current item's first turn began
+    escalation_rollback: bool = False  # as RoadmapPlanned recorded it (see the module's doc)
+    escalations: list[str] = []  # ids raised, in order
+    resolved: dict[str, str] = {}  # escalation id -> the person's note
 
     @property
     def item(self) -> RoadmapItem | None:
@@ -119,6 +133,7 @@ class PlanRoadmap(Command):
     max_retries: int = 3
     budget: RelayBudget = RelayBudget()
     files: dict[str, str] = {}  # what the workspace held already (read and recorded by the shell)
+    escalation_rollback: bool = True  # False only to replay a log planned before it existed
 
 
 class BuilderFinished(Command):
@@ -136,6 +151,15 @@ class VerifierFinished(Command):
     checks: list[VerifierCheck] = []
     defect_capsule: DefectCapsule | None = None
     tokens: int = 0
+
+
+class ResolveEscalation(Command):
+    """A person's answer to an escalation: `note` what they did or decided, `resolved_by`
+    who (a name, or which API token)."""
+
+    escalation_id: str
+    note: str = ""
+    resolved_by: str = ""
 
 
 class Tick(Command):
@@ -167,6 +191,8 @@ class SchedulerBehaviour(Behaviour[RelayState]):
             return _verified(state, command)
         if isinstance(command, Tick):
             return _tick(state, command)
+        if isinstance(command, ResolveEscalation):
+            return _resolve(state, command)
         raise TypeError(f"the relay scheduler cannot handle {type(command).__name__}")
 
     def evolve(self, state: RelayState, event: Event) -> RelayState:
@@ -184,6 +210,7 @@ class SchedulerBehaviour(Behaviour[RelayState]):
                     "item_status": ["pending"] * len(items),
                     "max_retries": event.max_retries,
                     "budget": event.budget,
+                    "escalation_rollback": event.escalation_rollback,
                 }
             )
         if isinstance(event, RelayTurnStarted):
@@ -220,7 +247,10 @@ class SchedulerBehaviour(Behaviour[RelayState]):
         if isinstance(event, CheckpointStored):
             return _close_item(state, "passed")
         if isinstance(event, EscalationRaised):
-            return _close_item(state, "escalated")
+            closed = _close_item(state, "escalated")
+            return closed.model_copy(update={"escalations": [*state.escalations, event.escalation_id]})
+        if isinstance(event, EscalationResolved):
+            return state.model_copy(update={"resolved": {**state.resolved, event.escalation_id: event.resolution}})
         if isinstance(event, DefectResolved):
             current = state.current_defect
             return state.model_copy(
@@ -266,8 +296,9 @@ def _plan(state: RelayState, c: PlanRoadmap) -> list[Event]:
         task=c.task,
         roadmap=[i.chunk() for i in c.items],
         max_retries=c.max_retries,
-        items=[i.model_dump(mode="json") for i in c.items],
+        items=[i.recorded() for i in c.items],
         budget=c.budget,
+        escalation_rollback=c.escalation_rollback,
     )
     events: list[Event] = [planned]
     if c.files:
@@ -325,14 +356,21 @@ def _verified(state: RelayState, c: VerifierFinished) -> list[Event]:
         if retry <= state.max_retries:
             again = _turn(state.task_id, state.turn_number + 1, state.index, item, retry, capsule.defect_id)
             return events + [_stop(state, state.tokens_used + c.tokens) or again]
+        escalation_id = f"{state.task_id}:escalation:{state.index + 1}"
+        metadata: dict[str, Any] = {"roadmap_index": state.index, "roadmap_chunk": item.chunk(), "retry_count": retry}
+        if state.escalation_rollback:
+            undo = changes_between(state.files, state.item_files)
+            if undo:
+                events.append(WorkspaceChanged(task_id=state.task_id, turn_id=escalation_id, changes=undo))
+            metadata["rolled_back"] = [change["path"] for change in undo]
         events.append(
             EscalationRaised(
                 task_id=state.task_id,
-                escalation_id=f"{state.task_id}:escalation:{state.index + 1}",
+                escalation_id=escalation_id,
                 turn=state.turn_number,
                 defect_id=capsule.defect_id,
                 reason=f"roadmap item {state.index + 1} still failed after {state.max_retries} retries",
-                metadata={"roadmap_index": state.index, "roadmap_chunk": item.chunk(), "retry_count": retry},
+                metadata=metadata,
             )
         )
         escalated += 1
@@ -341,6 +379,19 @@ def _verified(state: RelayState, c: VerifierFinished) -> list[Event]:
         return events + [RoadmapCompleted(task_id=state.task_id, passed=passed, escalated=escalated)]
     stop = _stop(state, state.tokens_used + c.tokens)
     return events + [stop or _turn(state.task_id, state.turn_number + 1, following, state.items[following])]
+
+
+def _resolve(state: RelayState, c: ResolveEscalation) -> list[Event]:
+    if c.escalation_id not in state.escalations:
+        raised = ", ".join(state.escalations) or "none"
+        raise ValueError(f"the relay raised no escalation {c.escalation_id!r} (raised: {raised})")
+    if c.escalation_id in state.resolved:
+        return []
+    return [
+        EscalationResolved(
+            task_id=state.task_id, escalation_id=c.escalation_id, resolution=c.note, resolved_by=c.resolved_by
+        )
+    ]
 
 
 def _tick(state: RelayState, c: Tick) -> list[Event]:

@@ -30,7 +30,9 @@ MAX_DESCRIPTION_CHARS = 1_200
 
 _STOPPED = re.compile(re.escape(STOPPED) + r" \(([\w ]+)\)")
 _RANK: dict[Severity, int] = {"critical": 0, "high": 1, "medium": 2, "low": 3}
-_SEVERITY: dict[DefectType, Severity] = {"test": "high", "probe": "high", "lint": "medium", "coherence": "medium"}
+_SEVERITY: dict[DefectType, Severity] = {
+    "test": "high", "probe": "high", "config": "high", "lint": "medium", "coherence": "medium",
+}  # fmt: skip
 
 Coherence = tuple[bool, str, list[str]]  # (meets the criteria, why, what is missing)
 
@@ -166,6 +168,11 @@ def _fix(check: VerifierCheck, failing_tests: list[str]) -> str:
         return "Make the test suite run: fix the import or syntax error its output shows."
     if check.kind == "lint":
         return f"Fix the {check.name} findings listed, starting with syntax errors and undefined names."
+    if check.kind == "config":
+        return (
+            "Undo your changes to the files that configure the checks (conftest.py, pytest or ruff "
+            "settings, noqa comments): the verifier uses its own configuration. Fix the code instead."
+        )
     return f"Make the probe {check.name} succeed (exit 0)."
 
 

@@ -2,12 +2,19 @@
 
 It materializes the relay's workspace (`state.files`, the fold of the log) in a scratch
 folder and runs its checks there: ruff, pylint where the workspace configures it, the test
-suite, the configured domain probes (actors.relay.checks, each in the sandbox). Each check
+suite, the configured domain probes (actors.relay.checks, each in the sandbox), each with the
+Verifier's own configuration, never the workspace's. Each check
 is a tool call through `effects`, recorded in the verifier's stream as ToolCalled /
 ToolReturned before its result is read (output: the VerifierCheck and its findings as JSON),
 so a replay serves the very results the live run saw. Then the LLM coherence check (does
 the change meet the item's acceptance criteria?), recorded the same way, then the pure
 verdict (actors.relay.verdict).
+
+The builder writes the workspace, so it could write what configures the checks. A
+conftest.py the current item's turns wrote or changed is left out of the copy pytest runs
+in, and such a change (conftest.py, pytest or ruff settings, noqa comments) is a failed
+check of its own, "check-config", unless the roadmap item allows it
+(actors.relay.check_config). It is decided from the files alone, with no tool run.
 
 A model call that fails leaves the coherence answer unreadable, which never passes a turn:
 the verdict is RETRY at worst, and the builder tries again. The coherence check is asked
@@ -25,6 +32,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from actors.relay import checks
+from actors.relay.check_config import check_config_check, untrusted_conftests
 from actors.relay.prompts import coherence_request, read_coherence
 from actors.relay.sandbox import SandboxPolicy
 from actors.relay.scheduler import RelayState, VerifierFinished, verifier_turn_id
@@ -49,6 +57,8 @@ class Verifier:
         policy: SandboxPolicy | None = None,
         lint: bool = True,
         coherence: CoherenceMode = "always",
+        ruff_select: Sequence[str] = checks.DEFAULT_RUFF_SELECT,
+        ruff_ignore: Sequence[str] = (),
     ) -> None:
         if coherence not in COHERENCE_MODES:
             raise ValueError(f"coherence must be one of {', '.join(COHERENCE_MODES)}, not {coherence!r}")
@@ -58,6 +68,7 @@ class Verifier:
         self.policy = policy or SandboxPolicy()
         self.lint = lint
         self.coherence = coherence
+        self.ruff_select, self.ruff_ignore = tuple(ruff_select), tuple(ruff_ignore)
         self._root: Path | None = None  # the scratch workspace of the turn being verified
 
     def invoker(self) -> ToolInvoker:
@@ -84,9 +95,13 @@ class Verifier:
         item, turn = state.item, state.last_turn_id
         if item is None or turn is None or state.status != "verifying":
             raise ValueError("the relay is not waiting for a verification")
+        allowed = item.allow_check_config
+        left_out = set() if allowed else set(untrusted_conftests(state.item_files, state.files))
         with tempfile.TemporaryDirectory(prefix="chorus-verify-") as tmp:
             root = Path(tmp)
             for path, text in state.files.items():
+                if path in left_out:
+                    continue
                 target = root / path
                 target.parent.mkdir(parents=True, exist_ok=True)
                 target.write_text(text, encoding="utf-8")
@@ -96,6 +111,9 @@ class Verifier:
             finally:
                 self._root = None
         found = [c for c, _ in results]
+        tampered = check_config_check(state.item_files, state.files, allowed=allowed)
+        if tampered is not None:
+            found.append(tampered)
         failing = [t for _, ts in results for t in ts]
         coherence, tokens = self._coherence(state, found, before, effects)
         status, report, capsule = decide_verdict(found, coherence, failing, defect_id=f"{turn}:defect")
@@ -149,7 +167,7 @@ class Verifier:
         failing: list[str] = []
         issues: list[dict[str, Any]] = []
         if name == "ruff":
-            check, issues = checks.run_ruff(root, self.policy)
+            check, issues = checks.run_ruff(root, self.policy, select=self.ruff_select, ignore=self.ruff_ignore)
         elif name == "pylint":
             ran = checks.run_pylint(root, self.policy)
             if ran is None:

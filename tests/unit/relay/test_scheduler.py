@@ -14,6 +14,7 @@ from actors.relay.scheduler import (
     BuilderFinished,
     PlanRoadmap,
     RelayState,
+    ResolveEscalation,
     SchedulerBehaviour,
     Tick,
     VerifierFinished,
@@ -29,6 +30,7 @@ from events.relay import (
     DefectCapsule,
     DefectResolved,
     EscalationRaised,
+    EscalationResolved,
     RelayBudget,
     RelayStopped,
     RelayTurnStarted,
@@ -66,9 +68,9 @@ class Harness:
         self.state = self.behaviour.fold(self.state, stamped)
         return stamped
 
-    def plan(self, items=ITEMS, max_retries=3, budget=RelayBudget()) -> list[Event]:
+    def plan(self, items=ITEMS, max_retries=3, budget=RelayBudget(), **more) -> list[Event]:
         return self.send(PlanRoadmap(key="plan", task_id="T", task="a calculator", items=items,
-                                     max_retries=max_retries, budget=budget))
+                                     max_retries=max_retries, budget=budget, **more))
 
     def build(self, path="calc.py", text=None, tokens=10) -> list[Event]:
         turn = self.state.last_turn_id
@@ -179,8 +181,8 @@ def test_escalation_after_max_retries_moves_on_to_the_next_item():
         assert types(h.verify("FAILED"))[-1] == "RelayTurnStarted"
     h.build()
     last = h.verify("FAILED")  # retry 2 fails: retry_count 3 > max_retries 2
-    assert types(last) == ["TurnVerified", "EscalationRaised", "RelayTurnStarted"]
-    escalation, following = last[1], last[2]
+    assert types(last) == ["TurnVerified", "WorkspaceChanged", "EscalationRaised", "RelayTurnStarted"]
+    escalation, following = last[2], last[3]
     assert escalation.defect_id == "D3" and escalation.turn == 3
     assert "after 2 retries" in escalation.reason
     assert following.roadmap_index == 1 and following.retry_count == 0 and following.defect_id is None
@@ -197,7 +199,7 @@ def test_max_retries_zero_escalates_on_the_first_failure():
     h = Harness()
     h.plan(max_retries=0)
     h.build()
-    assert types(h.verify("RETRY")) == ["TurnVerified", "EscalationRaised", "RelayTurnStarted"]
+    assert types(h.verify("RETRY")) == ["TurnVerified", "WorkspaceChanged", "EscalationRaised", "RelayTurnStarted"]
 
 
 def test_roadmap_completed_counts_passed_and_escalated():
@@ -438,3 +440,60 @@ def test_through_the_actor_shell_a_restarted_scheduler_does_not_repeat_a_finishe
         again.handle(built)
         again.handle(built.model_copy(update={"key": "built-after-crash"}))
         assert again.version == version and again.state.tokens_used == 2
+
+
+def test_an_escalated_item_leaves_the_workspace_at_the_last_checkpoint():
+    """Seed 004 with issue 34: the failed attempt rolls back, so the next item is built (and
+    linted) on the files that passed; a file the attempt added is deleted again."""
+    h = Harness()
+    h.send(PlanRoadmap(key="plan", task_id="T", task="t", items=ITEMS, max_retries=0, files={"README.md": "hi\n"}))
+    h.build(path="calc.py", text="def parse(s):\n    return 3\n")
+    h.verify("PASSED")
+    checkpoint = dict(h.state.files)
+    assert checkpoint == {"README.md": "hi\n", "calc.py": "def parse(s):\n    return 3\n"}
+    h.build(path="cli.py", text="import sys  # broken\n")
+    h.send(BuilderFinished(
+        key="built:more", turn_id=h.state.last_turn_id,
+        baton=BatonPacket(response_text="", builder_summary="also broke calc.py"),
+        changes=[{"path": "calc.py", "kind": "write", "content": "syntax error("}],
+    ))  # a duplicate for the same turn appends nothing: the attempt is cli.py alone
+    events = h.verify("FAILED")
+    assert types(events) == ["TurnVerified", "WorkspaceChanged", "EscalationRaised", "RelayTurnStarted"]
+    rollback, escalation = events[1], events[2]
+    assert rollback.turn_id == escalation.escalation_id == "T:escalation:2"
+    assert rollback.changes == [{"path": "cli.py", "kind": "delete", "content": None}]
+    assert escalation.metadata["rolled_back"] == ["cli.py"]
+    assert h.state.files == checkpoint  # the next item starts from the checkpoint
+    assert h.state.item_files == checkpoint
+    from actors.relay.workspace import fold_workspace
+
+    assert fold_workspace(h.log) == checkpoint  # and so does the log's fold (the git mirror follows it)
+
+
+def test_a_log_planned_before_the_rollback_existed_escalates_as_it_did():
+    h = Harness()
+    planned = h.plan(max_retries=0, escalation_rollback=False)[0]
+    assert planned.escalation_rollback is False
+    h.build()
+    assert types(h.verify("FAILED")) == ["TurnVerified", "EscalationRaised", "RelayTurnStarted"]
+    assert "calc.py" in h.state.files
+    legacy = RoadmapPlanned.model_validate({k: v for k, v in planned.model_dump().items() if k != "escalation_rollback"})
+    assert legacy.escalation_rollback is False  # what an old log's event loads as
+
+
+def test_an_escalation_is_resolved_once_by_a_person():
+    h = Harness()
+    h.plan(max_retries=0)
+    h.build()
+    h.verify("FAILED")
+    eid = "T:escalation:1"
+    assert h.state.escalations == [eid] and h.state.resolved == {}
+    with pytest.raises(ValueError, match="no escalation 'T:escalation:9'"):
+        h.send(ResolveEscalation(key="resolve:x", escalation_id="T:escalation:9"))
+    done = h.send(ResolveEscalation(key="resolve:1", escalation_id=eid, note="wrote it by hand", resolved_by="ada"))
+    assert types(done) == ["EscalationResolved"]
+    assert done[0].resolution == "wrote it by hand" and done[0].resolved_by == "ada"
+    assert h.state.resolved == {eid: "wrote it by hand"}
+    assert h.send(ResolveEscalation(key="resolve:2", escalation_id=eid, note="again")) == []  # once
+    assert next_action(h.state) == "build"  # the relay goes on as it was
+    assert isinstance(done[0], EscalationResolved)

@@ -47,6 +47,9 @@ class AgentRunKind(RunKind):
         "StepRejected": "rejected steps",
     }
     error_types = frozenset({"AgentFailed", "StepRejected"})
+    # Over HTTP the folder the agent reads lies inside one the server allows (a fresh
+    # folder per run when left out; never the server's working directory).
+    path_options: ClassVar[dict[str, str]] = {"root": "workspace"}
 
     def agent_class(self) -> Any:
         return Registry.agent_class(self.name)

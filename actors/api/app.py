@@ -6,6 +6,11 @@ Server-Sent Events, the simulation sessions' lanes, and the timeline page.
     serve run deploy/serve-api.yaml                                      # Ray Serve (actors.api.ray_serve)
 
 OpenAPI at /v1/openapi.json, docs at /v1/docs, the page at /.
+
+Every request passes `BodyLimit` (actors.api.limits: one size limit, before a body is read
+whole); every route needs a scope (actors.api.auth); what a route shows of a run's records
+goes through the principal's view (actors.api.visibility), and what a run may be given
+through the server's configuration of places (actors.api.places: `ApiConfig`).
 """
 
 from __future__ import annotations
@@ -24,6 +29,8 @@ from fastapi.staticfiles import StaticFiles
 from actors.api import errors, health, runs
 from actors.api.auth import token_table
 from actors.api.health import OPEN_WARNING
+from actors.api.limits import BodyLimit
+from actors.api.places import ApiConfig
 from actors.api.services import AttributingStore, Services
 from actors.runtime.client import Client
 from actors.runtime.settings import Settings
@@ -41,11 +48,14 @@ def create_app(
     store: EventStore | None = None,
     client: Client | None = None,
     tokens: Any = None,
+    config: ApiConfig | None = None,
 ) -> FastAPI:
     """The app over `client` (else a local `Client(settings)`: local Ray, the settings' store
     and model) and `store` (else the client's). `tokens`: a mapping token -> scope, a
     `tok=scope,...` string, or None to read CHORUS_API_TOKENS / CHORUS_API_TOKENS_FILE;
-    an empty mapping leaves access open."""
+    an empty mapping leaves access open. `config`: the allowed folders, server options and
+    body limit (else `ApiConfig.from_env`: CHORUS_API_PACK_DIRS, CHORUS_API_WORKSPACE_DIRS,
+    CHORUS_API_SERVER_OPTIONS, CHORUS_API_MAX_BODY_BYTES)."""
     table = token_table(tokens)
     owns = client is None
     if client is None:
@@ -60,7 +70,8 @@ def create_app(
     raw = client.store.inner if isinstance(client.store, AttributingStore) else client.store
     if not isinstance(client.store, AttributingStore):
         client.store = AttributingStore(raw)  # type: ignore[assignment]
-    chorus = Services(settings=settings, client=client, store=raw, tokens_configured=len(table), owns_client=owns)
+    config = config or ApiConfig.from_env(settings)
+    chorus = Services(settings=settings, client=client, store=raw, tokens_configured=len(table), owns_client=owns, config=config)
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -83,6 +94,7 @@ def create_app(
     )
     app.state.chorus = chorus
     app.state.chorus_tokens = table
+    app.add_middleware(BodyLimit, max_bytes=config.max_body_bytes)
     errors.install(app)
     app.include_router(health.build_router(), prefix=API_PREFIX)
     app.include_router(runs.build_router(), prefix=API_PREFIX)

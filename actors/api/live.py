@@ -1,5 +1,6 @@
 """The live log: ONE thread follows the global log and fans each new event out to every
-stream that wants its run, framed once as Server-Sent Events.
+stream that wants its run; each event is framed as a Server-Sent Event once per view
+(what a scope may see: actors.api.visibility), however many streams of that view take it.
 
 A stream subscribes first, then catches up from the store, then takes the live feed,
 skipping what it has sent (positions only grow): no gap, no duplicate (see `stream_run`).
@@ -26,10 +27,17 @@ QUEUE_LIMIT = 10_000  # a stream this far behind is dropped from the feed and ca
 @dataclass(frozen=True)
 class Frame:
     position: int
-    data: bytes
+    rec: Recorded | None
+    rendered: dict[str, bytes] = field(default_factory=dict)  # view key -> the SSE frame
+
+    def render(self, key: str, frame: Callable[[Recorded], bytes]) -> bytes:
+        found = self.rendered.get(key)
+        if found is None and self.rec is not None:
+            found = self.rendered[key] = frame(self.rec)
+        return found or b""
 
 
-OVERFLOW = Frame(-1, b"")
+OVERFLOW = Frame(-1, None)
 
 
 @dataclass(eq=False)
@@ -40,9 +48,9 @@ class Subscription:
 
 
 class LiveLog:
-    def __init__(self, store: EventStore, frame: Callable[[Recorded], bytes], poll_interval: float = 0.05) -> None:
+    def __init__(self, store: EventStore, frame: Callable[[Recorded], bytes] | None = None, poll_interval: float = 0.05) -> None:
         self.store = store
-        self.frame = frame
+        self.frame = frame  # the default framing; each stream may frame with its own view (stream_run's `frame`)
         self.poll_interval = poll_interval
         self._subs: dict[str, set[Subscription]] = {}
         self._stop = threading.Event()
@@ -93,7 +101,7 @@ class LiveLog:
     def _dispatch_soon(self, rec: Recorded) -> None:
         if rec.event.run_id not in self._subs or self._loop is None:
             return  # nobody watches this run: not even framed
-        frame = Frame(rec.position, self.frame(rec))
+        frame = Frame(rec.position, rec)
         try:
             self._loop.call_soon_threadsafe(self._dispatch, rec.event.run_id, frame)
         except RuntimeError:  # the loop closed under us: the server is stopping
@@ -115,9 +123,17 @@ async def stream_run(
     after: int,
     read_page: Callable[[int], Any],
     keep_alive_s: float = KEEP_ALIVE_S,
+    *,
+    frame: Callable[[Recorded], bytes] | None = None,
+    view: str = "admin",
 ) -> AsyncIterator[bytes]:
     """SSE frames for `run_id`'s events after position `after`: history from the store,
-    then live, with a comment line every `keep_alive_s` seconds of silence."""
+    then live, with a comment line every `keep_alive_s` seconds of silence. `frame` frames
+    one event as the stream's `view` (its key: frames are shared between streams of a view)
+    may see it; `read_page` must frame with it too."""
+    render = frame or live.frame
+    if render is None:
+        raise ValueError("stream_run needs a frame function (or a LiveLog made with one)")
     live.ensure_started()
     sub = live.subscribe(run_id)
     position = after
@@ -140,7 +156,7 @@ async def stream_run(
                     yield b": keep-alive\n\n"
                     continue
                 if frame.position > position:
-                    yield frame.data
+                    yield frame.render(view, render)
                     position = frame.position
             while not sub.queue.empty():  # drop what the store will give again
                 sub.queue.get_nowait()

@@ -2,7 +2,10 @@
 SSE), cancel, fork, the replay verdict, the LLM call log, an actor's state, a diff.
 
 Every route calls what `chorus` and `Client` call (the runtime client, the runs and audit
-views, replay); none reimplements a workload.
+views, replay); none reimplements a workload. What a route shows of a run's records goes
+through the principal's `View` (actors.api.visibility: what a kind declares admin-only is
+redacted below admin); what `submit` takes goes through `check_submission`
+(actors.api.places: no server-only option, places only inside allowed folders).
 """
 
 from __future__ import annotations
@@ -17,7 +20,9 @@ from starlette.concurrency import run_in_threadpool
 from actors.api.auth import Principal, require
 from actors.api.errors import BAD_INPUT, COMMON_ERRORS, RUN_ERRORS, UNAVAILABLE
 from actors.api.live import LiveLog, page_reader, stream_run
+from actors.api.places import check_submission, remove_empty
 from actors.api.schemas import (
+    ID_PATTERN,
     CancelIn,
     DiffOut,
     DivergenceOut,
@@ -33,20 +38,21 @@ from actors.api.schemas import (
     StateOut,
     SubmitIn,
     Submitted,
-    event_dict,
     json_bytes,
     sse_frame,
 )
 from actors.api.services import REQUESTED_BY, Services, acting_as, services
-from actors.runtime.client import DEFAULT_LLM_PARAMS, RunResult
+from actors.api.visibility import View
+from actors.runtime.client import DEFAULT_LLM_PARAMS, RunResult, new_run_id
 from actors.runtime.registry import Registry
 from actors.runtime.replay import diff_runs, replay_run, state_at
+from actors.runtime.replay.report import Divergence
 from actors.runtime.replay.state import UnknownStream
-from events.base import ENVELOPE_FIELDS, Event
+from events.base import Event
 from projections.audit_query import AuditTrail
 from projections.runs import STATUSES, RunsView
 
-RunId = Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$", description="a run id")
+RunId = Path(pattern=ID_PATTERN, description="a run id")
 
 
 def build_router() -> APIRouter:
@@ -60,8 +66,14 @@ def build_router() -> APIRouter:
     )  # fmt: skip
     def submit(body: SubmitIn, who: Principal = operate, s: Services = Depends(services)) -> Submitted:
         kind = Registry.run_kind(body.agent) if body.agent else Registry.default_run_kind()
-        with acting_as(who.name):
-            handle = s.client.submit(body.goal, agent=kind.name, budget=body.budget, **body.params)
+        run_id = new_run_id()
+        goal, params, made = check_submission(kind, body.goal, body.params, s.config, run_id)
+        try:
+            with acting_as(who.name):
+                handle = s.client.submit(goal, agent=kind.name, budget=body.budget, run_id=run_id, **params)
+        except BaseException:
+            remove_empty(made)
+            raise
         s.keep(handle)
         return Submitted(run_id=handle.run_id, agent=kind.name, status=s.client.run_state(handle.run_id).status)
 
@@ -105,11 +117,12 @@ def build_router() -> APIRouter:
         run_id: str = RunId,
         after: int = Query(0, ge=0, description="only events after this global position"),
         limit: int = Query(1000, ge=1, le=10_000),
-        _: Principal = read,
+        who: Principal = read,
         s: Services = Depends(services),
     ) -> JsonBytes:
         start = max(after + 1, s.first_position(run_id))  # UnknownRun: 404
-        page = [event_dict(rec) for rec in itertools.islice(s.store.read_all(start, run_id=run_id), limit)]
+        view = View.of(who)
+        page = [view.event(rec) for rec in itertools.islice(s.store.read_all(start, run_id=run_id), limit)]
         return JsonBytes(json_bytes({"events": page, "last_position": page[-1]["position"] if page else after}))
 
     @router.get(
@@ -122,7 +135,7 @@ def build_router() -> APIRouter:
         run_id: str = RunId,
         after: int = Query(0, ge=0, description="start after this global position"),
         last_event_id: str | None = Header(None, description="the last `id:` received: resume after it"),
-        _: Principal = read,
+        who: Principal = read,
         s: Services = Depends(services),
     ) -> StreamingResponse:
         first = await run_in_threadpool(s.first_position, run_id)  # UnknownRun: 404 before the stream starts
@@ -131,8 +144,11 @@ def build_router() -> APIRouter:
                 after = max(0, int(last_event_id.strip()))
             except ValueError:
                 raise ValueError(f"Last-Event-ID must be a log position (an integer), not {last_event_id[:40]!r}") from None
-        live = _live(s)
-        frames = stream_run(live, run_id, max(after, first - 1), page_reader(s.store, run_id, sse_frame), s.keep_alive_s)
+        live, view = _live(s), View.of(who)
+        frames = stream_run(
+            live, run_id, max(after, first - 1), page_reader(s.store, run_id, view.frame), s.keep_alive_s,
+            frame=view.frame, view=view.key,
+        )  # fmt: skip
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         return StreamingResponse(frames, media_type="text/event-stream", headers=headers)
 
@@ -168,27 +184,28 @@ def build_router() -> APIRouter:
         "/runs/{run_id}/replay", response_model=ReplayOut, responses=RUN_ERRORS,
         summary="The replay verdict: re-execute the run from its log (no model, no tools)",
     )  # fmt: skip
-    def replay(run_id: str = RunId, _: Principal = read, s: Services = Depends(services)) -> ReplayOut:
+    def replay(run_id: str = RunId, who: Principal = read, s: Services = Depends(services)) -> ReplayOut:
         s.client.run_state(run_id)
         report = replay_run(s.store, run_id)
-        d = report.divergence
+        d, view = report.divergence, View.of(who)
         return ReplayOut(
             run_id=run_id, ok=report.ok, events=report.events, streams=report.streams,
             llm_calls=report.llm_calls, tool_calls=report.tool_calls,
             original_s=report.original_s, replay_s=report.replay_s, notes=report.notes,
             divergence=None if d is None else DivergenceOut(
-                stream_id=d.stream_id, version=d.version, reason=d.reason, description=d.describe()
+                stream_id=d.stream_id, version=d.version, reason=d.reason, description=_described(d, view)
             ),
         )  # fmt: skip
 
     @router.get("/runs/{run_id}/llm", response_model=LlmLog, responses=RUN_ERRORS, summary="The LLM call log and usage")
-    def llm(run_id: str = RunId, _: Principal = read, s: Services = Depends(services)) -> LlmLog:
+    def llm(run_id: str = RunId, who: Principal = read, s: Services = Depends(services)) -> LlmLog:
         s.client.run_state(run_id)
         trail = AuditTrail.open(s.store)
         usage = trail.usage_by_run(run_id)
+        view = View.of(who)
         return LlmLog(
             run_id=run_id,
-            calls=trail.llm_calls(run_id=run_id),
+            calls=[view.llm_call(c) for c in trail.llm_calls(run_id=run_id)],
             usage=usage[0] if usage else None,
             by_actor=trail.usage_by_actor(run_id),
         )
@@ -201,7 +218,7 @@ def build_router() -> APIRouter:
         run_id: str = RunId,
         stream: str = Query(..., min_length=1, max_length=300, description="a stream of the run, e.g. agent:RUN_ID"),
         at: int | None = Query(None, ge=1, description="the stream version; its latest when left out"),
-        _: Principal = read,
+        who: Principal = read,
         s: Services = Depends(services),
     ) -> StateOut:
         s.client.run_state(run_id)
@@ -209,24 +226,27 @@ def build_router() -> APIRouter:
         if not first or first[0].run_id != run_id:
             raise UnknownStream(f"run {run_id} has no stream {stream!r}")
         version, value = state_at(s.store, stream, at)
-        return StateOut(stream=stream, version=version, state=value.model_dump(mode="json"))
+        return StateOut(stream=stream, version=version, state=View.of(who).state(stream, value.model_dump(mode="json")))
 
     @router.get(
         "/diff", response_model=DiffOut, responses={**RUN_ERRORS, **BAD_INPUT},
         summary="Where two runs (e.g. a run and its fork) first differ (as `chorus diff`)",
     )  # fmt: skip
     def diff(
-        a: str = Query(..., min_length=1, max_length=128),
-        b: str = Query(..., min_length=1, max_length=128),
-        _: Principal = read,
+        a: str = Query(..., pattern=ID_PATTERN, description="a run id"),
+        b: str = Query(..., pattern=ID_PATTERN, description="another run id"),
+        who: Principal = read,
         s: Services = Depends(services),
     ) -> DiffOut:
         for run_id in (a, b):
             s.client.run_state(run_id)  # an unknown run is a 404 before one without events is a 400
-        d = diff_runs(s.store, a, b)
+        d, view = diff_runs(s.store, a, b), View.of(who)
+        lines = d.lines()
+        if view.hides(d.first_a) or view.hides(d.first_b):  # the lines show the first difference's data
+            lines[1:3] = [f"  {a}: {view.show(d.first_a)}", f"  {b}: {view.show(d.first_b)}"]
         return DiffOut(
-            a=a, b=b, shared=d.shared, first_a=_brief(d.first_a), first_b=_brief(d.first_b),
-            end_a=d.end_a, end_b=d.end_b, lines=d.lines(),
+            a=a, b=b, shared=d.shared, first_a=_brief(d.first_a, view), first_b=_brief(d.first_b, view),
+            end_a=d.end_a, end_b=d.end_b, lines=lines,
         )  # fmt: skip
 
     return router
@@ -248,8 +268,16 @@ def _outcome(result: RunResult) -> RunOutcome:
     )
 
 
-def _brief(e: Event | None) -> EventBrief | None:
+def _brief(e: Event | None, view: View) -> EventBrief | None:
     if e is None:
         return None
-    return EventBrief(stream_id=e.stream_id, version=e.version, type=e.type_name, data=e.model_dump(mode="json", exclude=set(ENVELOPE_FIELDS)))
+    return EventBrief(stream_id=e.stream_id, version=e.version, type=e.type_name, data=view.payload(e))
+
+
+def _described(d: Divergence, view: View) -> str:
+    """The divergence in words, as `chorus replay` prints it, with what the view may see."""
+    if not (view.hides(d.expected) or view.hides(d.actual)):
+        return d.describe()
+    head = f"first difference at {d.stream_id}@{d.version}" + (f": {d.reason}" if d.reason else "")
+    return f"{head}\n  expected: {view.show(d.expected)}\n  actual:   {view.show(d.actual)}"
 

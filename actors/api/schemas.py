@@ -15,6 +15,12 @@ from events.runs import Budget
 from events.store import Recorded
 from projections.audit_query import LlmCall, Usage
 
+# A run's or a session's id in a path: no `/`, no leading dot, at most 128 characters.
+ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$"
+# An object's id or name in a path (names have spaces): no `/`, `\`, control characters or
+# leading dot, at most 200 characters.
+REF_PATTERN = r"^[^./\\\x00-\x1f\x7f][^/\\\x00-\x1f\x7f]{0,199}$"
+
 
 class ErrorOut(BaseModel):
     detail: str = Field(description="one line saying what was wrong")

@@ -88,6 +88,7 @@ class Services:
     live: Any = None  # actors.api.live.LiveLog, started on the first stream
     keep_alive_s: float = 15.0
     first_positions: dict[str, int] = field(default_factory=dict)  # an SSE comment line after this long without an event
+    config: Any = None  # actors.api.places.ApiConfig: allowed folders, server options, the body limit
 
     def first_position(self, run_id: str) -> int:
         """The global position of the run's RunSubmitted: none of its events comes before it

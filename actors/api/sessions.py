@@ -15,6 +15,13 @@ A session is a simulation run (`chorus sim new`); this router drives it with the
   the principal, `commit_and_step` then runs a cycle. Stimuli without a cycle and the synths'
   inner monologues are `admin` as well.
 
+What the query lane shows of the synths' minds goes through the principal's view
+(actors.api.visibility): below admin, a synth's beliefs, memories, mental models, projects,
+cognitions and LLM calls are redacted on every route (objects, events, the stream). A pack
+is a bundled one, one in a folder the server allows by name (CHORUS_API_PACK_DIRS), or YAML
+text (bounded: actors.simulation.loader). Ids in the path are refused in one line when
+malformed (`SessionId`, `Ref`).
+
 Sessions start paused (`resume` runs cycles in the background until `pause`). Restoring a
 cycle starts a new lineage: a new session whose run names its parent; the parent is untouched.
 """
@@ -26,12 +33,14 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Header, HTTPException, Query, Request
+from fastapi import Path as PathParam
 from fastapi.responses import StreamingResponse
 
 from actors.api.auth import Principal, require
 from actors.api.errors import BAD_INPUT, COMMON_ERRORS, ERROR, UNAVAILABLE
 from actors.api.live import LiveLog, page_reader, stream_run
-from actors.api.schemas import EventsPage, event_dict, sse_frame
+from actors.api.places import PlaceRefused, confine
+from actors.api.schemas import ID_PATTERN, REF_PATTERN, EventsPage, sse_frame
 from actors.api.services import Services, acting_as, services
 from actors.api.session_live import SessionManager
 from actors.api.session_models import (
@@ -62,6 +71,7 @@ from actors.api.session_models import (
     TurnResult,
     ViolationOut,
 )
+from actors.api.visibility import View
 from actors.runtime.client import new_run_id
 from actors.simulation import patches
 from actors.simulation.client import KIND, create_session
@@ -91,6 +101,8 @@ CHANGE_ERRORS: dict[int | str, dict[str, Any]] = {
     409: {**ERROR, "description": "the session moved on meanwhile (another writer): try again"},
 }  # fmt: skip
 
+SessionId = Annotated[str, PathParam(pattern=ID_PATTERN, description="a session id")]
+Ref = Annotated[str, PathParam(pattern=REF_PATTERN, description="an id or a name")]
 Read = Annotated[Principal, Depends(require("read"))]
 Operate = Annotated[Principal, Depends(require("operate"))]
 Admin = Annotated[Principal, Depends(require("admin"))]
@@ -123,10 +135,14 @@ def build_router() -> APIRouter:
             raise HTTPException(400, "give exactly one of pack (a bundled pack's name) or pack_yaml")
         try:
             if body.pack is not None:
-                path = PACKS / f"{body.pack}.yaml"
-                if not PACK_NAME.match(body.pack) or not path.is_file():
+                allowed = (PACKS, *(svc.config.places.get("packs", ()) if svc.config else ()))
+                try:
+                    if not PACK_NAME.match(body.pack):
+                        raise PlaceRefused(body.pack)
+                    path = Path(confine(body.pack, allowed, "packs", "pack"))
+                except PlaceRefused:
                     known = ", ".join(sorted(p.stem for p in PACKS.glob("*.yaml")))
-                    raise HTTPException(400, f"no bundled content pack {body.pack!r} (bundled: {known})")
+                    raise HTTPException(400, f"no content pack {body.pack[:64]!r} (bundled: {known}; or one in CHORUS_API_PACK_DIRS)") from None
                 source, pack = str(path), load_pack(path)
             else:
                 source, pack = "<request>", compile_pack(body.pack_yaml or "", "<request>")
@@ -154,27 +170,27 @@ def build_router() -> APIRouter:
         return SessionList(sessions=found, total=len(rows))
 
     @router.get("/{session_id}", response_model=SessionInfo, responses=SESSION_ERRORS)
-    def get(session_id: str, svc: Svc, sessions: Sessions, _: Read) -> SessionInfo:
+    def get(session_id: SessionId, svc: Svc, sessions: Sessions, _: Read) -> SessionInfo:
         return _info(svc, sessions, session_id)
 
     # -- query lane ---------------------------------------------------------------------------
 
     @router.get("/{session_id}/overview", response_model=Overview, responses={**SESSION_ERRORS, **BAD_INPUT})
     def get_overview(
-        session_id: str, svc: Svc, _: Read,
+        session_id: SessionId, svc: Svc, _: Read,
         at: Annotated[int | None, Query(ge=0, le=MAX_POSITION, description="after this cycle (default: now)")] = None,
     ) -> Any:  # fmt: skip
         """Who is where, what they carry, what is in each place, processes and the clock (`chorus sim show`)."""
         return overview(svc.store, session_id, at=at)
 
     @router.get("/{session_id}/resolve", response_model=Resolved, responses=SESSION_ERRORS)
-    def resolve(session_id: str, svc: Svc, _: Read, name: Annotated[str, Query(min_length=1, max_length=200)]) -> Resolved:
+    def resolve(session_id: SessionId, svc: Svc, _: Read, name: Annotated[str, Query(min_length=1, max_length=200)]) -> Resolved:
         """Everything a name (or an id) refers to: entities, locations, synths, processes."""
         c = Canonical.load(svc.store, session_id)
         return Resolved(name=name, matches=_matches(c, name))
 
     @router.get("/{session_id}/objects/{ref}", response_model=ObjectDetail, responses={**SESSION_ERRORS, **BAD_INPUT})
-    def get_object(session_id: str, ref: str, svc: Svc, _: Read) -> ObjectDetail:
+    def get_object(session_id: SessionId, ref: Ref, svc: Svc, who: Read) -> ObjectDetail:
         """One entity, location, synth (its mind) or process, by id or unique name."""
         c = Canonical.load(svc.store, session_id)
         found = _matches(c, ref)
@@ -184,7 +200,7 @@ def build_router() -> APIRouter:
             raise HTTPException(400, f"{ref!r} is ambiguous: " + ", ".join(f"{m.kind} {m.id}" for m in found))
         m = next((m for m in found if m.kind == "synth"), found[0])
         if m.kind == "synth":
-            data = c.synths[m.id].model_dump(mode="json")
+            data = View.of(who).state(synth_stream(session_id, m.id), c.synths[m.id].model_dump(mode="json"))
             data["body"] = c.world.entities[m.id].model_dump(mode="json")
         elif m.kind == "entity":
             data = c.world.entities[m.id].model_dump(mode="json")
@@ -196,15 +212,15 @@ def build_router() -> APIRouter:
 
     @router.get("/{session_id}/events", response_model=EventsPage, responses=SESSION_ERRORS)
     def events(
-        session_id: str, svc: Svc, _: Read,
+        session_id: SessionId, svc: Svc, who: Read,
         after: Annotated[int, Query(ge=0, le=MAX_POSITION, description="global position: events after it")] = 0,
         limit: Annotated[int, Query(ge=1, le=1000)] = 200,
     ) -> Any:  # fmt: skip
         """The session's events (every stream of it) in log order, as `GET /v1/runs/{id}/events`."""
         _created(svc, session_id)
-        page = []
+        page, view = [], View.of(who)
         for rec in svc.store.read_all(after + 1, run_id=session_id):
-            page.append(event_dict(rec))
+            page.append(view.event(rec))
             if len(page) >= limit:
                 break
         return {"events": page, "last_position": page[-1]["position"] if page else after}
@@ -215,7 +231,7 @@ def build_router() -> APIRouter:
         responses={**SESSION_ERRORS, 200: {"content": {"text/event-stream": {}}, "description": "Server-Sent Events"}},
     )
     def stream(
-        session_id: str, svc: Svc, _: Read,
+        session_id: SessionId, svc: Svc, who: Read,
         after: Annotated[int | None, Query(ge=0, le=MAX_POSITION, description="global position to resume after")] = None,
         last_event_id: Annotated[str | None, Header()] = None,
     ) -> StreamingResponse:  # fmt: skip
@@ -227,12 +243,13 @@ def build_router() -> APIRouter:
             if svc.live is None:
                 svc.live = LiveLog(svc.store, sse_frame)
             live = svc.live
-        body = stream_run(live, session_id, start, page_reader(svc.store, session_id, sse_frame))
+        view = View.of(who)
+        body = stream_run(live, session_id, start, page_reader(svc.store, session_id, view.frame), frame=view.frame, view=view.key)
         return StreamingResponse(body, media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"})
 
     @router.get("/{session_id}/changes", response_model=Changes, responses={**SESSION_ERRORS, **BAD_INPUT})
     def changes(
-        session_id: str, svc: Svc, _: Read,
+        session_id: SessionId, svc: Svc, _: Read,
         since: Annotated[int | None, Query(ge=0, le=MAX_POSITION, description="a global position (a cursor from events)")] = None,
         since_cycle: Annotated[int | None, Query(ge=0, le=MAX_POSITION, description="the end of this cycle (0: the start)")] = None,
     ) -> Changes:  # fmt: skip
@@ -262,7 +279,7 @@ def build_router() -> APIRouter:
 
     @router.get("/{session_id}/reports", response_model=CycleReports, responses=SESSION_ERRORS)
     def reports(
-        session_id: str, svc: Svc, _: Read,
+        session_id: SessionId, svc: Svc, _: Read,
         after_cycle: Annotated[int, Query(ge=0, le=MAX_POSITION)] = 0, limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     ) -> CycleReports:  # fmt: skip
         """Each cycle's verdict: committed (outcomes, microcycles, stimuli delivered) or rolled back (why)."""
@@ -283,7 +300,7 @@ def build_router() -> APIRouter:
         return CycleReports(reports=out)
 
     @router.get("/{session_id}/patches", response_model=PatchList, responses=SESSION_ERRORS)
-    def list_patches(session_id: str, svc: Svc, _: Read) -> PatchList:
+    def list_patches(session_id: SessionId, svc: Svc, _: Read) -> PatchList:
         """The admin patches committed to the session, each with who applied it."""
         _created(svc, session_id)
         found = [
@@ -297,7 +314,7 @@ def build_router() -> APIRouter:
     # -- control and the turn lane ------------------------------------------------------------
 
     @router.post("/{session_id}/turns", response_model=TurnResult, responses=CHANGE_ERRORS)
-    def turn(session_id: str, body: Turn, sessions: Sessions, who: Operate) -> TurnResult:
+    def turn(session_id: SessionId, body: Turn, sessions: Sessions, who: Operate) -> TurnResult:
         """External input: queued as a stimulus the synths perceive, then one director cycle
         (it commits, or rolls back and changes nothing of the world)."""
         with _writing(), sessions.shell(session_id) as shell:
@@ -306,7 +323,7 @@ def build_router() -> APIRouter:
         return TurnResult(stimulus_id=queued.event.stimulus_id, position=queued.position, result=CycleResult(**cycle_summary(result)))  # type: ignore[attr-defined]
 
     @router.post("/{session_id}/steps", response_model=StepResults, responses=CHANGE_ERRORS)
-    def steps(session_id: str, sessions: Sessions, _: Operate, body: Steps | None = None) -> StepResults:
+    def steps(session_id: SessionId, sessions: Sessions, _: Operate, body: Steps | None = None) -> StepResults:
         """Run director cycles now (each commits or rolls back as one transaction)."""
         cycles = body.cycles if body is not None else 1
         with _writing(), sessions.shell(session_id) as shell:
@@ -314,21 +331,21 @@ def build_router() -> APIRouter:
         return StepResults(cycles=[CycleResult(**cycle_summary(r)) for r in results])
 
     @router.post("/{session_id}/resume", response_model=SessionInfo, responses=SESSION_ERRORS)
-    def resume(session_id: str, svc: Svc, sessions: Sessions, _: Operate, body: Resume | None = None) -> SessionInfo:
+    def resume(session_id: SessionId, svc: Svc, sessions: Sessions, _: Operate, body: Resume | None = None) -> SessionInfo:
         """Run cycles in the background (up to `cycles`) until paused."""
         _simulation(svc, session_id)
         sessions.resume(session_id, (body or Resume()).cycles)
         return _info(svc, sessions, session_id)
 
     @router.post("/{session_id}/pause", response_model=SessionInfo, responses=SESSION_ERRORS)
-    def pause(session_id: str, svc: Svc, sessions: Sessions, _: Operate) -> SessionInfo:
+    def pause(session_id: SessionId, svc: Svc, sessions: Sessions, _: Operate) -> SessionInfo:
         """Stop background running after the cycle in flight."""
         _simulation(svc, session_id)
         sessions.pause(session_id)
         return _info(svc, sessions, session_id)
 
     @router.post("/{session_id}/restore", status_code=201, response_model=SessionInfo, responses={**SESSION_ERRORS, **BAD_INPUT})
-    def restore(session_id: str, body: Restore, svc: Svc, sessions: Sessions, who: Operate) -> SessionInfo:
+    def restore(session_id: SessionId, body: Restore, svc: Svc, sessions: Sessions, who: Operate) -> SessionInfo:
         """A new lineage from the end of a cycle: a new session that shares the history up to
         it and names this one as its parent. This session is not changed."""
         _simulation(svc, session_id)
@@ -339,7 +356,7 @@ def build_router() -> APIRouter:
     # -- the admin lane -----------------------------------------------------------------------
 
     @router.post("/{session_id}/patches", response_model=PatchResult, responses=CHANGE_ERRORS)
-    def patch(session_id: str, body: PatchRequest, sessions: Sessions, who: Admin) -> PatchResult:
+    def patch(session_id: SessionId, body: PatchRequest, sessions: Sessions, who: Admin) -> PatchResult:
         """Typed operations on a working copy, checked against the invariants. `dry_run` writes
         nothing; `commit` appends the patch (naming the principal) when it is valid;
         `commit_and_step` then runs one cycle. An invalid patch is answered 200 with
@@ -363,7 +380,7 @@ def build_router() -> APIRouter:
         return out
 
     @router.post("/{session_id}/stimuli", status_code=202, response_model=StimulusQueuedResult, responses=CHANGE_ERRORS)
-    def stimulus(session_id: str, body: Stimulus, sessions: Sessions, who: Admin) -> StimulusQueuedResult:
+    def stimulus(session_id: SessionId, body: Stimulus, sessions: Sessions, who: Admin) -> StimulusQueuedResult:
         """Queue a stimulus without running a cycle: the synths perceive it on the next one."""
         with _writing(), sessions.shell(session_id) as shell:
             queued = shell.stimulus(body.text, body.source, who.name)
@@ -371,7 +388,7 @@ def build_router() -> APIRouter:
 
     @router.get("/{session_id}/synths/{synth}/monologue", response_model=Monologues, responses=SESSION_ERRORS)
     def monologue(
-        session_id: str, synth: str, svc: Svc, _: Admin, limit: Annotated[int, Query(ge=1, le=500)] = 20
+        session_id: SessionId, synth: Ref, svc: Svc, _: Admin, limit: Annotated[int, Query(ge=1, le=500)] = 20
     ) -> Monologues:
         """A synth's inner monologues (react, interpret, deliberate, resolve), newest last."""
         c = Canonical.load(svc.store, session_id)

@@ -3,6 +3,13 @@ the same settings, data folder and store as every other `chorus` verb.
 
 With no tokens configured (CHORUS_API_TOKENS or CHORUS_API_TOKENS_FILE) access is open:
 it says so loudly at start, and `/v1/health` says so too.
+
+What a request may make the server open or run is the server's configuration (see
+actors.api.places): `--pack-dir DIR` (CHORUS_API_PACK_DIRS) and `--workspace-dir DIR`
+(CHORUS_API_WORKSPACE_DIRS; default `<data dir>/workspaces`) are the folders run options
+may name; `--server-options JSON` (CHORUS_API_SERVER_OPTIONS) sets the options no request
+may, e.g. `{"relay": {"resubmit": ["./deploy.sh"]}}`; `--max-body-bytes N`
+(CHORUS_API_MAX_BODY_BYTES, default 4 MiB) bounds every request body.
 """
 
 from __future__ import annotations
@@ -23,6 +30,16 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p.add_argument("--host", default=DEFAULT_HOST, help=f"interface to listen on (default {DEFAULT_HOST})")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
     p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    p.add_argument("--pack-dir", action="append", default=None, metavar="DIR",
+                   help="a folder whose content packs runs may name (repeat; env CHORUS_API_PACK_DIRS)")
+    p.add_argument("--workspace-dir", action="append", default=None, metavar="DIR",
+                   help="a folder inside which run workspaces may lie (repeat; env CHORUS_API_WORKSPACE_DIRS; "
+                        "default <data dir>/workspaces)")
+    p.add_argument("--server-options", default=None, metavar="JSON",
+                   help='options only the server sets, by run kind, e.g. \'{"relay": {"resubmit": ["./deploy.sh"]}}\' '
+                        "(env CHORUS_API_SERVER_OPTIONS)")
+    p.add_argument("--max-body-bytes", type=int, default=None, metavar="N",
+                   help="the largest request body taken (env CHORUS_API_MAX_BODY_BYTES; default 4 MiB)")
     p.set_defaults(func=cmd_serve)
 
 
@@ -50,6 +67,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from actors.api.app import create_app
     from actors.api.auth import load_tokens
     from actors.api.health import OPEN_WARNING
+    from actors.api.places import ApiConfig, parse_server_options
     from actors.runtime.client import Client
     from actors.runtime.settings import Settings
     from events.backends import redact
@@ -57,6 +75,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     check_port(args.host, args.port)
     tokens = load_tokens()  # a bad token list: one line, exit 2
     settings = Settings.from_env()
+    try:
+        config = ApiConfig.from_env(
+            settings,
+            pack_dirs=getattr(args, "pack_dir", None),
+            workspace_dirs=getattr(args, "workspace_dir", None),
+            server_options=parse_server_options(args.server_options) if getattr(args, "server_options", None) else None,
+            max_body_bytes=getattr(args, "max_body_bytes", None),
+        )
+    except ValueError as e:
+        raise UserError(str(e)) from None
     client = Client(settings=settings)
     try:
         if not tokens:
@@ -68,7 +96,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
             client.ensure_ray()  # now, so the first run does not wait for Ray
         except Exception as e:  # noqa: BLE001 - the read routes work without Ray
             print(f"chorus serve: Ray did not start ({e}); runs cannot be submitted", file=sys.stderr, flush=True)
-        app = create_app(client=client, tokens=tokens)
+        app = create_app(client=client, tokens=tokens, config=config)
         where = f"http://{args.host}:{args.port}"
         print(
             f"chorus serve: {where}/ (API {where}/v1/docs), store {redact(settings.store_url)}",

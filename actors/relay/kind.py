@@ -45,6 +45,12 @@ class RelayRun(RunKind):
     }  # fmt: skip
     error_types = frozenset({"EscalationRaised", "RelayStopped"})
     fork_unit = "turn"
+    # Over HTTP: the workspace and roadmap only inside the folders the server allows (a
+    # fresh folder per run when left out); `resubmit` runs on the server, outside the
+    # sandbox, and probes are commands too, so only the server's configuration sets them
+    # (actors.api.places).
+    path_options: ClassVar[dict[str, str]] = {"workspace": "workspace", "roadmap": "in workspaces"}
+    server_options: ClassVar[frozenset[str]] = frozenset({"resubmit", "probes"})
 
     def submit(
         self,

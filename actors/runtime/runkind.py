@@ -9,7 +9,10 @@ runtime asks the kind, never the name, for everything that differs between workl
 - how to re-execute it from its log (`replay`), which stream leads it (`lead_events`,
   what `chorus diff` compares) and what else two of its runs differ in (`diff_lines`);
 - how its events read as progress lines (`describe`) and its answer as text (`present`);
-- its verbs on the `chorus` command (`add_commands`) and on `Client` (`client_methods`).
+- its verbs on the `chorus` command (`add_commands`) and on `Client` (`client_methods`);
+- what the HTTP API may take from a request and show below admin: the options that name a
+  place on the server (`path_options`, `bundled`), the options only the server's operator
+  sets (`server_options`), and what of its records only an admin reads (`admin_only`).
 
 A workload registers its kind with `Registry.register_run_kind` in the module its
 `chorus.plugins` entry point names; nothing in the runtime changes for a new workload.
@@ -18,6 +21,7 @@ A workload registers its kind with `Registry.register_run_kind` in the module it
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from actors.runtime.behaviour import Behaviour
@@ -45,6 +49,19 @@ class RunKind:
     # What `fork RUN --at N` counts, for the CLI's words: a global log position unless the
     # kind's `fork` says otherwise (a relay: its builder turns).
     fork_unit: ClassVar[str] = "position"
+
+    # -- what the HTTP API may take and show (actors.api.places, actors.api.visibility) ---------
+    # Options (and "goal") that name a place on the server, by the kind of place: "packs" (a
+    # content file), "workspace" (the run's working folder) or "in workspaces" (another file
+    # or folder it reads). Over HTTP they are taken only inside the folders the server's
+    # configuration allows for that place (plus `bundled`); a "workspace" option a request
+    # leaves out is a fresh folder of its own per run.
+    path_options: ClassVar[dict[str, str]] = {}
+    # Folders of the package itself that a place includes (the simulation's bundled packs).
+    bundled: ClassVar[dict[str, tuple[Path, ...]]] = {}
+    # Options that make the server run a command outside any sandbox (or that only its
+    # operator may choose): never taken from a request; the server's configuration may set them.
+    server_options: ClassVar[frozenset[str]] = frozenset()
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -85,6 +102,13 @@ class RunKind:
     def replay(self, records: list[Recorded], run_id: str) -> ReplayReport:
         """Re-execute the run against its own recording (see `actors.runtime.replay`)."""
         raise NotImplementedError
+
+    def admin_only(self, stream_id: str, what: str) -> tuple[str, ...]:
+        """What of a record of `stream_id` only an admin may read: dotted paths into an
+        event's data (`what` is its type name) or into the stream's folded state (`what` is
+        "state"); ("*",) for all of it. Nothing by default. The HTTP API redacts these for
+        every principal below admin, on every route that carries them."""
+        return ()
 
     def describe(self, event: Event, brief: bool = False) -> str | None:
         """A progress line for an event this kind knows, '' to hide it, None if not this kind's."""

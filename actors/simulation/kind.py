@@ -5,6 +5,12 @@ streams. It does not end by itself: it waits, paused, between `chorus sim step`s
 runtime gets from here how to fold its streams (`chorus state`), replay it, fork it at a
 cycle, diff two lineages (by their directors' verdicts), describe its events, and the
 `chorus sim` verbs; the Client gets `simulate` and `open_session`.
+
+Seed 002 reserves the synths' inner monologue for admin; `admin_only` declares it, and the
+minds and prompts that carry it (beliefs, memories, mental models, projects; a synth's LLM
+prompts and replies): the HTTP API redacts them for read and operate on every route. Over
+HTTP a session's pack (`goal` or `pack`) is a bundled pack or one in a folder the server
+allows (`path_options`, `bundled`).
 """
 
 from __future__ import annotations
@@ -12,6 +18,7 @@ from __future__ import annotations
 import argparse
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any, ClassVar
 
 from actors.runtime.behaviour import Behaviour, Command
@@ -31,6 +38,19 @@ from actors.simulation.world import World, apply
 from events.base import Event, State
 from events.simulation import WorldCreated
 from events.store import Recorded
+
+PACKS = Path(__file__).resolve().with_name("packs")
+# What of a synth's mind only an admin reads (seed 002): the inner monologue is in its
+# cognitions and replies; these carry what it thought, and its prompts carry these.
+MIND = ("beliefs", "projects", "mental_models", "memories")
+_SYNTH_EVENTS: dict[str, tuple[str, ...]] = {
+    "SynthCreated": tuple(f"synth.{f}" for f in MIND),
+    "SynthCognized": ("response", "error"),  # the monologue, beliefs, memories, theory of mind; an invalid reply
+    "SynthPatched": ("changes",),
+    "LlmRequested": ("messages",),  # the prompt renders the mind
+    "LlmCompleted": ("content", "parsed"),  # the reply holds the monologue
+    "LlmFailed": ("error",),
+}
 
 
 class DirectorBehaviour(Behaviour[DirectorState]):
@@ -83,6 +103,17 @@ class SimulationRun(RunKind):
         "CycleCommitted": "committed cycles", "CycleRolledBack": "rolled-back cycles", "StimulusQueued": "stimuli",
     }  # fmt: skip
     error_types = frozenset({"CycleRolledBack"})
+    path_options: ClassVar[dict[str, str]] = {"goal": "packs", "pack": "packs"}
+    bundled: ClassVar[dict[str, tuple[Path, ...]]] = {"packs": (PACKS,)}
+
+    def admin_only(self, stream_id: str, what: str) -> tuple[str, ...]:
+        """A synth's mind, its cognitions and its LLM calls (seed 002: the inner monologue is
+        admin's). An event type of a synth stream not listed here is hidden whole."""
+        if not is_synth_stream(stream_id):
+            return ()
+        if what == "state":
+            return MIND
+        return _SYNTH_EVENTS.get(what, ("*",))
 
     def submit(self, client: Client, goal: str, *, run_id: str, budget: Any = None, **options: Any) -> RunHandle:
         """`goal` is the content pack's path (or pass `pack=`); options are DirectorConfig's."""

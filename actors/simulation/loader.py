@@ -25,6 +25,10 @@ Schema (all sections optional but `name`):
 
 Initial conditions apply before validation; each process starts in its initial leaf with
 that state's `on_enter` effects applied. Booleans are YAML 1.2's (`on: true` is a key).
+
+A pack is bounded: at most MAX_PACK_BYTES of text (a file larger is not read), nesting at
+most MAX_DEPTH levels deep, and no YAML aliases (`*name`, `<<: *name`): an alias can make a
+few lines expand to gigabytes, and no pack needs one.
 """
 
 from __future__ import annotations
@@ -60,11 +64,33 @@ from actors.simulation.world import (
 ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "chorus:simulation:content-pack")
 SECTIONS = ("locations", "entities", "synths", "processes", "latent_facts", "initial_conditions")
 TOP_LEVEL = {"name", "random_seed", "ruleset_ref", "clock", "environment", "description", *SECTIONS}
+MAX_PACK_BYTES = 1_000_000
+MAX_DEPTH = 40
 
 
 class _PackYamlLoader(yaml.SafeLoader):
     """YAML 1.2 booleans: only true/false. YAML 1.1 would read `Switchable: {on: true}`
-    as `{True: True}` (and `no`, `off`, `yes` as booleans too)."""
+    as `{True: True}` (and `no`, `off`, `yes` as booleans too). No aliases, and nesting at
+    most MAX_DEPTH deep (see the module's docstring)."""
+
+    _depth = 0
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None, None, "YAML aliases (*name) are not allowed in a content pack", event.start_mark
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                event = self.peek_event()
+                raise yaml.composer.ComposerError(
+                    None, None, f"nested more than {MAX_DEPTH} levels deep", event.start_mark
+                )
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 _PackYamlLoader.yaml_implicit_resolvers = {
@@ -117,7 +143,11 @@ def load_pack(path: str | Path) -> CompiledPack:
     """Read and compile a pack file; problems are reported under the file's name."""
     p = Path(path)
     try:
-        text = p.read_text(encoding="utf-8")
+        with p.open("rb") as f:
+            raw = f.read(MAX_PACK_BYTES + 1)
+        if len(raw) > MAX_PACK_BYTES:
+            raise PackError([f"{path}: larger than {MAX_PACK_BYTES} bytes, the most a pack may be"])
+        text = raw.decode("utf-8")
     except FileNotFoundError:
         raise PackError([f"{path}: no such file"]) from None
     except IsADirectoryError:
@@ -128,6 +158,8 @@ def load_pack(path: str | Path) -> CompiledPack:
 
 
 def compile_pack(text: str, filename: str) -> CompiledPack:
+    if len(text) > MAX_PACK_BYTES:
+        raise PackError([f"{filename}: larger than {MAX_PACK_BYTES} characters, the most a pack may be"])
     try:
         data = yaml.load(text, Loader=_PackYamlLoader)  # noqa: S506 (a safe loader)
     except yaml.YAMLError as e:

@@ -9,7 +9,7 @@ fork re-runs the workflow as a new run (see `actors.tasks.fork`).
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, ClassVar
 
 from actors.runtime.behaviour import Behaviour
 from actors.runtime.client import Client, RunHandle
@@ -35,6 +35,9 @@ class TaskRun(RunKind):
     noun = "a task workflow"
     lead_label = "workflows"
     tallies = {"LlmCompleted": "LLM calls", "ToolReturned": "tool calls", "TaskCalled": "task calls"}
+    # Over HTTP: the workspace, template folders and a memory-index file only inside the
+    # folders the server allows (a fresh workspace per run when left out).
+    path_options: ClassVar[dict[str, str]] = {"workspace": "workspace", "template_dirs": "in workspaces", "index": "in workspaces"}
 
     def submit(self, client: Client, goal: str, *, run_id: str, budget: Any = None, **options: Any) -> RunHandle:
         """`goal` is the workflow (an S-expression, a task or tool name, or a question with

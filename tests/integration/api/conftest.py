@@ -18,6 +18,7 @@ from typing import Any
 import httpx
 import pytest
 
+from actors.api.places import ApiConfig
 from actors.runtime.client import Client
 from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.settings import Settings
@@ -44,6 +45,11 @@ class Env:
     root: Path  # the folder the scripted agents read
     settings: Settings
     client: Client
+
+    @property
+    def config(self) -> ApiConfig:
+        """The API's configuration: the folder holding `root` is one runs may name."""
+        return ApiConfig.from_env(self.settings, env={}, workspace_dirs=[self.root.parent])
 
 
 def make_env(tmp: Path, responder: Any = fake_llm.search_read_answer) -> Env:

@@ -18,7 +18,7 @@ pytestmark = pytest.mark.ray
 
 @pytest.fixture(scope="module")
 def server(env):
-    with Server(create_app(client=env.client, tokens=TOKENS)) as s:
+    with Server(create_app(client=env.client, tokens=TOKENS, config=env.config)) as s:
         yield s
 
 

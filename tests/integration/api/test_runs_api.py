@@ -23,7 +23,7 @@ pytestmark = pytest.mark.ray
 
 @pytest.fixture(scope="module")
 def http(env):
-    with TestClient(create_app(client=env.client, tokens=TOKENS)) as c:
+    with TestClient(create_app(client=env.client, tokens=TOKENS, config=env.config)) as c:
         yield c
 
 
@@ -124,7 +124,7 @@ def test_cancel_records_who_and_stops_the_actor(ray_module, tmp_path):
     ray = ray_module
     slow = make_env(tmp_path, fake_llm.sleepy)  # never answers: runs until stopped
     try:
-        with TestClient(create_app(client=slow.client, tokens=TOKENS)) as http:
+        with TestClient(create_app(client=slow.client, tokens=TOKENS, config=slow.config)) as http:
             body = {"goal": "Read forever", "params": {"root": str(slow.root), "max_iterations": 200}}
             run_id = http.post("/v1/runs", headers=BEARER["operate"], json=body).json()["run_id"]
             while not any(e["type"] == "ToolReturned" for e in http.get(f"/v1/runs/{run_id}/events", headers=BEARER["read"]).json()["events"]):

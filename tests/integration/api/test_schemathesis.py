@@ -30,7 +30,7 @@ CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance,
 @pytest.fixture(scope="module")
 def app(tmp_path_factory, ray_module):
     e = make_env(tmp_path_factory.mktemp("schema"))
-    app = create_app(client=e.client, tokens={})
+    app = create_app(client=e.client, tokens={}, config=e.config)
     run = e.client.submit("What is the marker?", root=e.root)  # something real to find
     run.wait(timeout=120)
     app.state.known_run = run.run_id

@@ -34,7 +34,7 @@ def slow(tmp_path_factory, ray_module):
 
 @pytest.fixture(scope="module")
 def server(slow):
-    app = create_app(client=slow.client, tokens=TOKENS)
+    app = create_app(client=slow.client, tokens=TOKENS, config=slow.config)
     with Server(app) as s:
         s.app = app
         yield s

@@ -54,6 +54,18 @@ if ! command -v chromium >/dev/null 2>&1; then
   fi
 fi
 
+# Code a model wrote (the relay's checks, task scripts) runs only inside bubblewrap
+# (actors/tools/sandbox.py); without it those calls fail, saying so.
+if ! command -v bwrap >/dev/null 2>&1; then
+  if [ "$(id -u)" = "0" ] && command -v apt-get >/dev/null 2>&1; then
+    say "installing Debian's bubblewrap, the sandbox for code a model wrote"
+    (apt-get install -y -q bubblewrap >/dev/null 2>&1 || { apt-get update -q >/dev/null 2>&1 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q bubblewrap >/dev/null; }) \
+      || say "could not install bubblewrap: relay checks and task scripts will refuse to run"
+  else
+    say "no bubblewrap: install Debian's bubblewrap package (apt-get install bubblewrap); relay checks and task scripts need it"
+  fi
+fi
+
 # The local model: assembled once into $CHORUS_DATA_DIR/models (default ~/.chorus/models),
 # SHA-256 checked; later runs only compare a marker.
 "$PY" -m actors.runtime.llm.local_model >/dev/null

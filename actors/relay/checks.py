@@ -82,7 +82,7 @@ def run_ruff(
         argv += ["--isolated", "--ignore-noqa", "--select", ",".join(select)]
         if ignore:
             argv += ["--ignore", ",".join(ignore)]
-        result = run_sandboxed([*argv, "."], root, policy or SandboxPolicy())
+        result = run_sandboxed([*argv, "."], root, policy or SandboxPolicy(), writable=[tmp])
         if result.killed_by:
             return _stopped("ruff", "lint", result, policy), []
         raw = _read_json(report)
@@ -133,7 +133,7 @@ def run_pylint(
         rcfile = Path(tmp) / "pylintrc"
         rcfile.write_text(PYLINT_RC, encoding="utf-8")
         argv = [pylint, f"--rcfile={rcfile}", "--recursive=y", "--output-format=json", f"--output={report}", "."]
-        result = run_sandboxed(argv, root, policy or SandboxPolicy())
+        result = run_sandboxed(argv, root, policy or SandboxPolicy(), writable=[tmp])
         if result.killed_by:
             return _stopped("pylint", "lint", result, policy), []
         raw = _read_json(report)
@@ -185,7 +185,7 @@ def run_pytest(
             f"--rootdir={root}", f"--confcutdir={root}",
             *(() if conftest else ("--noconftest",)),
         ]  # fmt: skip
-        result = run_sandboxed([*argv, *(tests or [])], root, policy, extra_env=PYTEST_ENV)
+        result = run_sandboxed([*argv, *(tests or [])], root, policy, extra_env=PYTEST_ENV, writable=[tmp])
         counts, failures = _read_junit(report, root)
     failing = [test_id for test_id, _ in failures]
     if result.killed_by:

@@ -3,80 +3,43 @@
 They run only on the live side of the wall (in the task actor); what they return is recorded
 as `ToolReturned` before the workflow sees it, and a replay serves that record instead.
 
-`system:run_script` is NOT a sandbox. It runs `/bin/sh -c COMMAND` in the workspace folder
-with a timeout, with stdin closed, and with an environment reduced to a few harmless
-variables (PATH, HOME, LANG, ...) so API keys and tokens in the caller's environment are not
-inherited. It is started through a launcher that is itself started with that clean
-environment, so the script's parent (`/proc/$PPID/environ`) holds no secret either. Where
-the kernel allows unprivileged user namespaces, the launcher is `unshare` and the script
-runs in its own PID and mount namespaces with a private /proc: it sees only its own
-processes, so no ancestor's or other process's environment; and when it ends, everything it
-started ends with it. Elsewhere the launcher is a plain `/bin/sh` and other processes of the
-same user (the actor among them) stay readable through /proc. Either way the script's whole
-process group is killed when it times out or finishes. It can still read and write anything
-the user can, and use the network. Its output is read in chunks and only the first
-`MAX_OUTPUT_CHARS` of each stream are kept; the rest is drained and counted, not stored.
+`system:run_script` runs `/bin/sh -c COMMAND` in the workspace folder inside the sandbox
+Chorus has for code a model wrote (actors.tools.sandbox, bubblewrap; the relay's checks use
+the same one). The workspace is bound read-write at its own path, since scripts are there to
+work on it (list it, run a program in it, write an output file), and is the one host folder
+it can change; its `.git` stays read-only. Besides that it sees a read-only /usr, the Python
+of Chorus's venv, a private /tmp (its HOME), its own processes only; no home, no data
+directory, no sockets, no network. It runs as an unprivileged uid without capabilities, with
+limits on processes, file size, CPU and memory, stdin closed, and an environment of a few
+harmless variables (LANG, TZ, ...): no API key or token of the caller's. At the timeout,
+or when it ends, everything it started is killed, and so it is when the actor dies. Its
+output is read in chunks and only the first `MAX_OUTPUT_CHARS` of each stream are kept; the
+rest is drained and counted, not stored. Without bubblewrap a call fails, saying how to
+install it: scripts never run unconfined.
 """
 
 from __future__ import annotations
 
 import json
-import os
-import subprocess
+import math
 from collections.abc import Iterator, Mapping
-from functools import lru_cache
+from dataclasses import replace
+from pathlib import Path
 from typing import Any
 
 from actors.runtime.registry import Registry, Tool
 from actors.tools.paths import ToolInputError, is_binary, read_head, resolve_in_root, resolve_root
-from actors.tools.process import drain, kill_group
+from actors.tools.sandbox import SandboxPolicy, run_sandboxed
 
-KEPT_ENV = ("PATH", "HOME", "LANG", "LANGUAGE", "LC_ALL", "LC_CTYPE", "TERM", "TZ", "TMPDIR", "USER", "LOGNAME", "SHELL")
 DEFAULT_TIMEOUT_S = 30.0
 MAX_TIMEOUT_S = 600.0
 MAX_OUTPUT_CHARS = 64_000
-DRAIN_AFTER_KILL_S = 5.0
 MAX_READ_BYTES = 200_000
-# The launchers: the script is `/bin/sh -c COMMAND` started by one of these, which stays its
-# parent (a shell that is not the last command cannot `exec` it away).
-NAMESPACE_LAUNCHER = ("unshare", "--user", "--map-root-user", "--pid", "--fork", "--mount-proc", "--kill-child")
-PLAIN_LAUNCHER = ("/bin/sh", "-c", '/bin/sh -c "$1"; exit $?', "chorus-launcher")
-
-
-def script_env(environ: dict[str, str] | None = None) -> dict[str, str]:
-    """The environment a script gets: an allow-list, so no secret is inherited by accident."""
-    source = os.environ if environ is None else environ
-    return {k: source[k] for k in KEPT_ENV if k in source}
-
-
-@lru_cache(maxsize=1)
-def namespaces_work() -> bool:
-    """Whether `unshare` can give a script its own user, PID and mount namespaces here
-    (asked once per process: some kernels and containers forbid it)."""
-    try:
-        done = subprocess.run(
-            [*NAMESPACE_LAUNCHER, "/bin/sh", "-c", "exit 0"],
-            check=False,
-            env=script_env(),
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-            timeout=10,
-        )
-    except (OSError, subprocess.SubprocessError):
-        return False
-    return done.returncode == 0
-
-
-def launch_argv(command: str) -> list[str]:
-    """How a script is started: in its own namespaces where possible, else under a plain shell."""
-    if namespaces_work():
-        return [*NAMESPACE_LAUNCHER, "/bin/sh", "-c", command]
-    return [*PLAIN_LAUNCHER, command]
-
-
-def isolation() -> str:
-    return "namespaces" if namespaces_work() else "plain"
+# A script's fence; its wall-clock timeout (and CPU time, the same) comes with each call.
+SCRIPT_POLICY = SandboxPolicy(
+    timeout_s=DEFAULT_TIMEOUT_S, cpu_s=int(DEFAULT_TIMEOUT_S), memory_mb=2048, max_processes=128,
+    max_file_mb=1024, tmp_mb=512, max_output_chars=MAX_OUTPUT_CHARS,
+)  # fmt: skip
 
 
 class RunScript(Tool):
@@ -92,33 +55,14 @@ class RunScript(Tool):
         if not isinstance(command, str) or not command.strip():
             raise ToolInputError("system:run_script needs a command to run")
         limit = _timeout(timeout)
-        proc = subprocess.Popen(
-            launch_argv(command),
-            cwd=self.root,
-            env=script_env(),  # the launcher's own environment, hence the script's parent's, is clean
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            start_new_session=True,  # its own process group: we can kill all it started
-        )
-        try:
-            out, err, timed_out = drain(proc, limit, MAX_OUTPUT_CHARS, DRAIN_AFTER_KILL_S)
-        finally:
-            kill_group(proc)  # background leftovers of a script that finished
-            for pipe in (proc.stdout, proc.stderr):
-                if pipe is not None:
-                    pipe.close()
-            try:
-                proc.wait(timeout=DRAIN_AFTER_KILL_S)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        policy = replace(SCRIPT_POLICY, timeout_s=limit, cpu_s=math.ceil(limit))
+        result = run_sandboxed(["/bin/sh", "-c", command], Path(self.root), policy)
         return json.dumps(
             {
-                "exit_code": proc.returncode,
-                "stdout": out.text(),
-                "stderr": err.text(),
-                "timed_out": timed_out,
+                "exit_code": result.returncode,
+                "stdout": result.stdout,
+                "stderr": result.stderr,
+                "timed_out": result.timed_out,
                 "timeout_s": limit,
             },
             ensure_ascii=False,

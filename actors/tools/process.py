@@ -1,7 +1,8 @@
 """Running a child process boundedly: output read as it comes (the first characters kept,
 the rest counted), the process group killed at a deadline, and pipes an escaped process
-still holds given up on after a short grace. Shared by the task workflows' scripts and the
-relay's sandboxed verifier commands, so a command can never hang its caller nor flood it."""
+still holds given up on after a short grace. Used by the sandbox (actors.tools.sandbox), which
+runs the task workflows' scripts and the relay's checks alike, so a command can never hang
+its caller nor flood it."""
 
 from __future__ import annotations
 

@@ -5,6 +5,7 @@ registry for the rest: each workload's `RunKind` adds its own (`chorus run`, `re
     chorus runs                          list runs, newest first
     chorus events RUN_ID [--json]        a run's events in global order
     chorus log / state / replay / fork / diff / export
+    chorus resume RUN_ID                 serve a run whose process died again, from its log
     chorus projections / snapshot / audit
     chorus model [serve | stop]          assemble / check the local model; keep its server up
 
@@ -124,6 +125,11 @@ def _parser() -> argparse.ArgumentParser:
     fork.add_argument("--temperature", type=float, help="continue with another temperature")
     fork.add_argument("--quiet", "-q", action="store_true")
     fork.set_defaults(func=cmd_fork)
+
+    resume = sub.add_parser("resume", help="serve a run whose process died again; it goes on from its log")
+    resume.add_argument("run_id")
+    resume.add_argument("--quiet", "-q", action="store_true")
+    resume.set_defaults(func=cmd_resume)
 
     diff = sub.add_parser("diff", help="where two runs (e.g. a run and its fork) first differ")
     diff.add_argument("run_a")
@@ -252,6 +258,13 @@ def cmd_fork(args: argparse.Namespace) -> int:
         print(f"run {handle.run_id} (forked from {args.run_id} at {kind.fork_unit} {args.at})", flush=True)
         if not kind.live:
             return 0  # it waits for its user (`chorus sim step`)
+        return follow_run(handle, args.quiet)
+
+
+def cmd_resume(args: argparse.Namespace) -> int:
+    with Client() as client:
+        handle = client.resume(args.run_id)  # UnknownRun, ValueError: one line (main)
+        print(f"run {args.run_id} resumed", flush=True)
         return follow_run(handle, args.quiet)
 
 

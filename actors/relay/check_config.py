@@ -41,7 +41,7 @@ CONFIG_FILES = frozenset(
 )  # fmt: skip
 SECTIONED = frozenset({"pyproject.toml", "setup.cfg", "tox.ini"})
 TOOLS = ("pytest", "ruff", "pylint", "flake8")
-SUPPRESSION = re.compile(r"#\s*(?:noqa\b|(?:ruff|flake8)\s*:\s*noqa\b|pylint\s*:\s*disable)", re.I)
+SUPPRESSION = re.compile(r"#\s*(?:noqa\b|(?:ruff|flake8)\s*:\s*noqa\b|pylint\s*:\s*disable)", re.IGNORECASE)
 MAX_NAMED = 8
 
 

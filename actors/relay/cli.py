@@ -1,7 +1,10 @@
 """`chorus relay`: a builder/verifier relay from the command line.
 
     chorus relay "GOAL" --workspace DIR [--roadmap FILE] [--max-retries N] [--resubmit CMD]
+                 [--probe NAME=CMD ...]
     chorus relay --show RUN
+    chorus escalations [RUN] [--open]
+    chorus resolve RUN ESCALATION_ID --note TEXT [--by NAME]
 
 The first plans the roadmap (from FILE, or the Orchestrator's model call), then runs the
 turns in this process with live progress on stderr: turn, item, builder summary, files
@@ -9,7 +12,13 @@ changed, verdict, defects, escalations, and what the resubmit hook did (CMD, spl
 shell would, run in the workspace in the sandbox after each checkpoint). The workspace is a git repository the relay keeps
 in step with its log (a commit per checkpoint). The second reads a relay from the views:
 the roadmap with statuses, checkpoints, defects and escalations. Exit status: 0 done, 2 bad
-input (one line; nothing written), 130 interrupted (a restarted serve resumes from the log).
+input (one line; nothing written), 130 interrupted (`chorus resume RUN` goes on from the log).
+A `--probe NAME=CMD` (repeatable; CMD split as a shell would) is a domain probe the Verifier
+runs in its sandbox on every turn, after the tests: exit 0 passes.
+
+`chorus escalations` lists the escalations of one relay (or of every relay), open and
+resolved; `chorus resolve` records that a person dealt with one (EscalationResolved, with
+the note and who), whether the relay still runs or ended.
 """
 
 from __future__ import annotations
@@ -52,6 +61,13 @@ def add_parsers(sub: Any) -> None:
         help="a command run in the workspace after each checkpoint (the resubmit hook)",
     )
     p.add_argument(
+        "--probe",
+        metavar="NAME=CMD",
+        action="append",
+        default=[],
+        help="a domain probe run by the verifier on every turn, in its sandbox (exit 0 passes); repeatable",
+    )
+    p.add_argument(
         "--show",
         metavar="RUN",
         help="a relay's roadmap, checkpoints, defects and escalations",
@@ -59,11 +75,72 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--quiet", "-q", action="store_true")
     p.set_defaults(func=cmd_relay)
 
+    e = sub.add_parser("escalations", help="a relay's escalations (every relay's without RUN), open and resolved")
+    e.add_argument("run_id", nargs="?", metavar="RUN")
+    e.add_argument("--open", action="store_true", help="only those nobody resolved yet")
+    e.set_defaults(func=cmd_escalations)
+
+    r = sub.add_parser("resolve", help="record that a person dealt with a relay's escalation")
+    r.add_argument("run_id", metavar="RUN")
+    r.add_argument("escalation_id", metavar="ESCALATION_ID")
+    r.add_argument("--note", required=True, help="what was done or decided")
+    r.add_argument("--by", default="", metavar="NAME", help="who resolved it (default: $USER)")
+    r.set_defaults(func=cmd_resolve)
+
+
+def parse_probes(specs: list[str]) -> dict[str, list[str]]:
+    """`NAME=CMD` flags as the run's probes; ValueError (one line) for a bad one."""
+    probes: dict[str, list[str]] = {}
+    for spec in specs:
+        name, sep, command = spec.partition("=")
+        if not sep or not name.strip() or not command.strip():
+            raise ValueError(f"--probe {spec!r}: give NAME=COMMAND")
+        if name.strip() in probes:
+            raise ValueError(f"--probe {name.strip()!r} is given twice")
+        probes[name.strip()] = shlex.split(command)
+    return probes
+
+
+def cmd_escalations(args: argparse.Namespace) -> int:
+    from actors.relay.escalations import describe, escalations
+    from actors.runtime.client import Client
+    from actors.runtime.run import UnknownRun
+
+    with Client(start_ray=False) as client:
+        try:
+            found = escalations(client, args.run_id, open_only=args.open)
+        except (UnknownRun, ValueError) as e:
+            raise UserError(str(e)) from None
+    if not found:
+        print("no open escalations" if args.open else "no escalations")
+    for x in found:
+        print(describe(x) if args.run_id else f"relay {x['run_id']}: {describe(x)}")
+    return 0
+
+
+def cmd_resolve(args: argparse.Namespace) -> int:
+    import getpass
+
+    from actors.relay.escalations import resolve
+    from actors.runtime.client import Client
+    from actors.runtime.run import UnknownRun
+
+    if not args.note.strip():
+        raise UserError("--note is empty: say what was done or decided")
+    who = args.by or getpass.getuser()
+    with Client(start_ray=False) as client:
+        try:
+            x = resolve(client, args.run_id, args.escalation_id, args.note, who)
+        except (UnknownRun, ValueError) as e:
+            raise UserError(str(e)) from None
+    print(f"{x['escalation_id']}: resolved by {x['resolved_by']}: {x['resolution']}")
+    return 0
+
 
 def cmd_relay(args: argparse.Namespace) -> int:
     if args.show:
-        if args.goal or args.workspace or args.roadmap or args.resubmit:
-            raise UserError("--show RUN takes no goal, --workspace, --roadmap or --resubmit")
+        if args.goal or args.workspace or args.roadmap or args.resubmit or args.probe:
+            raise UserError("--show RUN takes no goal, --workspace, --roadmap, --resubmit or --probe")
         return show(args.show)
     if not args.goal or not args.workspace:
         raise UserError('give a goal and --workspace DIR: chorus relay "GOAL" --workspace DIR')
@@ -71,8 +148,9 @@ def cmd_relay(args: argparse.Namespace) -> int:
 
     try:
         args.resubmit = shlex.split(args.resubmit) if args.resubmit is not None else None
+        args.probes = parse_probes(args.probe)
         check_input(
-            args.goal, args.workspace, args.roadmap, args.max_retries, args.resubmit
+            args.goal, args.workspace, args.roadmap, args.max_retries, args.resubmit, args.probes
         )  # before anything is written
     except (ValueError, OSError) as e:
         raise UserError(str(e).strip().splitlines()[0]) from None
@@ -102,6 +180,7 @@ def run(args: argparse.Namespace) -> int:
             roadmap=args.roadmap,
             max_retries=args.max_retries,
             resubmit=args.resubmit,
+            probes=args.probes or None,
         )
         print(f"relay {run_id}", flush=True)
         for e in client.store.read_stream(scheduler_stream(run_id)):  # the plan, and the first turn

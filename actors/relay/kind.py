@@ -5,8 +5,15 @@ of truth), the builder's `relay:ID:builder` and the verifier's `relay:ID:verifie
 recorded model calls and checks), and `relay:ID:orchestrator` when the roadmap came from the
 model. The runtime gets from here how to fold them (`chorus state`), replay a run, fork it
 at a builder turn (`chorus fork RUN --at TURN`, actors.relay.fork), set two branches' code
-side by side (`chorus diff`), describe its events, and the `chorus relay` verb;
-`Client().submit(goal, agent="relay", workspace=DIR)` starts one.
+side by side (`chorus diff`), describe its events, resume one whose process died
+(`chorus resume RUN`), and the `chorus relay`, `chorus escalations` and `chorus resolve`
+verbs; `Client().submit(goal, agent="relay", workspace=DIR)` starts one.
+
+Run params (what `submit` takes and RunSubmitted records): `workspace`, `roadmap`,
+`max_retries`, `llm_params`, `resubmit`, and `probes`: the domain probes, `{name: argv}`,
+each a command the Verifier runs in its sandbox on every turn (exit 0 passes). A probe is a
+command run on the server, sandboxed like the tests; like `resubmit` it is the server's
+configuration, never a request's (`server_options`: the HTTP API refuses it as a field).
 """
 
 from __future__ import annotations
@@ -63,7 +70,8 @@ class RelayRun(RunKind):
     ) -> RunHandle:
         """Options: `workspace` (a folder, required), `roadmap` (a YAML or markdown file),
         `max_retries`, `llm_params`, `resubmit` (a command as an argv list, or a callable
-        `hook(checkpoint, workspace)`, run after each checkpoint), `ray`. The roadmap is
+        `hook(checkpoint, workspace)`, run after each checkpoint), `probes` (`{name: argv}`,
+        the Verifier's domain probes), `ray`. The roadmap is
         planned here (the Orchestrator's call when there is no file); the turns run on a
         thread of this process, or with `ray=True` on a RelayActor (actors.relay.actor), the
         Scheduler, which hands each turn to a Builder and a Verifier actor."""
@@ -71,10 +79,21 @@ class RelayRun(RunKind):
         if workspace is None:
             raise ValueError("a relay needs workspace=DIR")
         on_ray = bool(options.pop("ray", False))
-        unknown = set(options) - {"roadmap", "max_retries", "llm_params", "resubmit"}
+        unknown = set(options) - {"roadmap", "max_retries", "llm_params", "resubmit", "probes"}
         if unknown:
             raise ValueError(f"unknown relay options: {', '.join(sorted(unknown))}")
         start_relay(client, goal, run_id=run_id, workspace=workspace, budget=budget, **options)
+        return self._serve(client, run_id, on_ray)
+
+    def resume(self, client: Client, run_id: str, *, ray: bool = False) -> RunHandle:
+        """Serve a relay whose process died (or was stopped) again: `serve_relay` goes on
+        from its log (a turn half done is done again from its recorded effects, keys append
+        nothing twice). Only one process should serve a relay at a time: resuming one
+        that still runs elsewhere makes two drivers (the log stays whole, appends are
+        optimistic and keyed, but a model call may be made twice)."""
+        return self._serve(client, run_id, ray)
+
+    def _serve(self, client: Client, run_id: str, on_ray: bool) -> RunHandle:
         if on_ray:
             from actors.relay.actor import RelayActor
 

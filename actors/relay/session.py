@@ -15,10 +15,19 @@ recalls the top 5 similar past turns of the run's task from TurnMemory (actors.r
 caught up from the log before each build. After each checkpoint the run's resubmit hook, if
 it has one, runs and its outcome is recorded (actors.relay.resubmit); a hook a dead
 scheduler left unrun runs when the relay resumes.
+
+A run's `probes` (name -> argv, the run param `probes`; `chorus relay --probe NAME=CMD`)
+are the seed's domain-specific probes: the Verifier runs each in the sandbox in the
+workspace's scratch copy after the tests, exit 0 passing. The Verifier reads them from the
+run's RunSubmitted, wherever it runs (this process or its Ray actor).
+
+A relay whose process died resumes with `chorus resume RUN` (`Client.resume`, the kind's
+`resume`): `serve_relay` again, which continues from the log.
 """
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, NamedTuple
@@ -41,7 +50,13 @@ from actors.relay.roadmap import (
     roadmap_from_reply,
     roadmap_request,
 )
-from actors.relay.run import TurnBuilder, TurnVerifier, drive_relay, git_mirror, plan_relay
+from actors.relay.run import (
+    TurnBuilder,
+    TurnVerifier,
+    drive_relay,
+    git_mirror,
+    plan_relay,
+)
 from actors.relay.scheduler import RelayState, SchedulerBehaviour, next_action
 from actors.relay.verifier import Verifier
 from actors.runtime.llm.gateway import LlmGateway
@@ -56,6 +71,7 @@ from events.runs import Budget
 from events.store import EventStore
 
 KIND = "relay"
+PROBE_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}")
 
 
 def _no_tools(name: str, args: dict[str, Any]) -> str:
@@ -71,11 +87,33 @@ def provider_for(client: Any) -> Any:
     return provider_from_settings(client.ensure_llm())
 
 
+def check_probes(probes: Any) -> dict[str, list[str]]:
+    """The probes as the run records them (name -> argv); ValueError (one line) for a bad one."""
+    if probes is None:
+        return {}
+    if not isinstance(probes, dict):
+        raise ValueError("probes must map a name to a command (a list of arguments)")  # noqa: TRY004 - a person's input
+    out: dict[str, list[str]] = {}
+    for name, argv in probes.items():
+        if not isinstance(name, str) or not PROBE_NAME.fullmatch(name):
+            raise ValueError(f"probe name {name!r}: letters, digits, '.', '_' and '-' only (at most 64)")
+        if not isinstance(argv, list) or not argv or not all(isinstance(a, str) and a for a in argv):
+            raise ValueError(f"probe {name!r}: its command must be a non-empty list of arguments")
+        out[name] = list(argv)
+    return out
+
+
 def check_input(
-    goal: str, workspace: str | Path, roadmap: str | Path | None, max_retries: int, resubmit: Any = None
+    goal: str,
+    workspace: str | Path,
+    roadmap: str | Path | None,
+    max_retries: int,
+    resubmit: Any = None,
+    probes: Any = None,
 ) -> tuple[Path, Roadmap | None]:
     """ValueError (one line) for a person's bad input; nothing is written here."""
     hooks.hook_spec(resubmit)
+    check_probes(probes)
     if not goal.strip():
         raise ValueError("the goal is empty")
     folder = Path(workspace).expanduser()
@@ -97,10 +135,12 @@ def start_relay(
     budget: Budget | None = None,
     llm_params: dict[str, Any] | None = None,
     resubmit: hooks.Hook | None = None,
+    probes: dict[str, list[str]] | None = None,
 ) -> str:
     """Record a relay run and its roadmap; `resubmit` is the hook run after each
-    checkpoint: a command (argv list) or a callable `hook(checkpoint, workspace)`."""
-    folder, planned = check_input(goal, workspace, roadmap, max_retries, resubmit)
+    checkpoint: a command (argv list) or a callable `hook(checkpoint, workspace)`;
+    `probes` the domain probes the Verifier runs (name -> argv)."""
+    folder, planned = check_input(goal, workspace, roadmap, max_retries, resubmit, probes)
     files = workspace_snapshot(folder)
     budget = budget or Budget()
     spec = hooks.hook_spec(resubmit)
@@ -116,6 +156,7 @@ def start_relay(
             "max_retries": max_retries,
             "llm_params": dict(llm_params or {}),
             **({"resubmit": spec} if spec is not None else {}),
+            **({"probes": check_probes(probes)} if probes else {}),
         },
         budget=budget,
     )
@@ -194,7 +235,8 @@ def relay_builder(
 def relay_verifier(
     store: EventStore, settings: Any, provider: Any, run_id: str, params: dict[str, Any]
 ) -> tuple[Verifier, RecordedEffects]:
-    verifier = Verifier(settings.llm_model, params)
+    run = ActorShell(RunLifecycle(), run_stream(run_id), store).load().state
+    verifier = Verifier(settings.llm_model, params, probes=check_probes(run.params.get("probes")))
     gateway = LlmGateway(provider)
     return verifier, RecordedEffects(store, verifier_stream(run_id), run_id, LiveEffects(gateway, verifier.invoker()))
 

@@ -324,6 +324,22 @@ class Client:
         kind = Registry.run_kind(state.agent) if state.agent else Registry.default_run_kind()
         return kind.fork(self, run_id, at, model=model, llm_params=llm_params)
 
+    def resume(self, run_id: str, **options: Any) -> RunHandle:
+        """Serve again a run whose actors died (its process was killed, its machine went
+        away): the kind's `resume` starts its lead anew, which goes on from the log, and
+        idempotency keys append nothing twice. ValueError for a run that has ended or whose
+        kind cannot resume; UnknownRun for an unknown id. The run's status in `chorus runs`
+        stays "running" while nothing serves it (the log cannot tell a slow run from a
+        dead one): this is the remedy."""
+        state = self.run_state(run_id)
+        if state.status in ("completed", "failed"):
+            raise ValueError(f"run {run_id} has {state.status}: there is nothing to resume")
+        kind = Registry.run_kind(state.agent) if state.agent else Registry.default_run_kind()
+        resume = getattr(kind, "resume", None)  # RunKind.resume, where a kind has one
+        if resume is None:
+            raise ValueError(f"runs of kind {kind.name} cannot be resumed yet")
+        return resume(self, run_id, **options)
+
     def run(self, goal: str, **kwargs: Any) -> RunResult:
         return self.submit(goal, **kwargs).wait()
 

@@ -48,9 +48,12 @@ def describe(event: Event, brief: bool = False) -> str | None:
     if isinstance(event, CheckpointStored):
         return f"checkpoint stored: {event.checkpoint_id} ({len(event.files)} files)"
     if isinstance(event, EscalationRaised):
-        return f"ESCALATION {event.escalation_id}: {event.reason}"
+        back = event.metadata.get("rolled_back")
+        rolled = f" (rolled back to the last checkpoint: {', '.join(back)})" if back else ""
+        return f"ESCALATION {event.escalation_id}: {event.reason}{rolled}"
     if isinstance(event, EscalationResolved):
-        return f"escalation {event.escalation_id} resolved: {event.resolution}"
+        by = f" by {event.resolved_by}" if event.resolved_by else ""
+        return f"escalation {event.escalation_id} resolved{by}: {event.resolution}"
     if isinstance(event, DefectResolved):
         return f"defect resolved: {event.defect_id}"
     if isinstance(event, RoadmapCompleted):

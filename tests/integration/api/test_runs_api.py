@@ -149,9 +149,10 @@ def test_other_kinds_run_over_http_too(http, env, tmp_path):
     paused, for its user); both name who asked."""
     task = http.post(
         "/v1/runs", headers=BEARER["operate"],
-        json={"agent": "task", "goal": "(list 1 (+ 1 1))", "params": {"workspace": str(tmp_path)}},
+        json={"agent": "task", "goal": "(list 1 (+ 1 1))", "params": {}},  # its workspace: a fresh folder of the server's
     )  # fmt: skip
     assert task.status_code == 202, task.text
+    assert (env.config.places["workspaces"][0] / task.json()["run_id"]).is_dir()
     done = wait_for_end(http, task.json()["run_id"])
     assert done["status"] == "completed" and done["agent"] == "task" and done["requested_by"] == "token:o-to…"
     pack = Path(actors.simulation.__file__).with_name("packs") / "lighthouse.yaml"

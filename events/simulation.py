@@ -24,7 +24,8 @@ Director events:
                           and synth events were appended with it, in one transaction; it
                           names the principal who applied it
     CycleCommitted        a cycle's invariants held: its events were appended with it, in
-                          one transaction across the world, director and synth streams
+                          one transaction across the world, director and synth streams; it
+                          carries over speech said too late in the cycle to be heard in it
     CycleRolledBack       an invariant failed: nothing of the cycle reached the world
 
 Synth events (besides the gateway's LlmRequested / LlmCompleted / LlmFailed):
@@ -137,6 +138,13 @@ class CycleCommitted(Event):
     stimuli: list[str] = []  # stimulus ids delivered in this cycle
     llm_calls: dict[str, list[int]] = {}  # synth id -> the call indexes this cycle used
     world_events: int = 0
+    # Speech no later microcycle of this cycle was left to hear (hearer id ->
+    # CommunicationEvent, dumped): its hearers hear it in the next cycle's first microcycle.
+    carried_speech: dict[str, list[dict[str, Any]]] = {}
+    # The named behaviour patches the cycle ran with (actors.simulation.director's
+    # BEHAVIOUR_PATCHES; not admin patches): replay runs the cycle with these. [] for cycles
+    # recorded before any existed.
+    behaviour_patches: list[str] = []
 
 
 @event_type("CycleRolledBack")
@@ -146,6 +154,7 @@ class CycleRolledBack(Event):
     message: str
     discarded_intents: list[dict[str, Any]]  # ActuationIntent, dumped
     llm_calls: dict[str, list[int]] = {}
+    behaviour_patches: list[str] = []  # as CycleCommitted.behaviour_patches
 
 
 @event_type("PatchCommitted")

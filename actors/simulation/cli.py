@@ -163,6 +163,8 @@ def cmd_show(args: argparse.Namespace) -> int:
         print(f"  {loc['name']}: {things}" + (f"  [{who}]" if who else ""))
     if view["pending_stimuli"]:
         print("pending stimuli: " + "; ".join(view["pending_stimuli"]))
+    if view["pending_speech"]:
+        print("speech heard next cycle: " + "; ".join(view["pending_speech"]))
     return 0
 
 

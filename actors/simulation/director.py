@@ -10,7 +10,10 @@ The normative sequence, event-sourced:
    cognitive call concurrently (`cognize`, the one effect, injected: Ray in the shell,
    recorded completions in replay, a script in tests), collect intents, resolve
    communication, resolve the rest in priority order; loop while anything new happened
-   and the cycle's budget lasts (Thomas speaks in microcycle 1, Margaret answers in 2);
+   and the cycle's budget lasts (Thomas speaks in microcycle 1, Margaret answers in 2).
+   Speech the budget leaves unheard (said in the last microcycle, or when the event
+   budget ran out) is carried over: the verdict records it, the director's state keeps
+   it, and its hearers hear it in the next cycle's first microcycle;
 5. the invariants are checked on the working state;
 6. they hold: the cycle's world, director and synth events are the commit (the shell
    appends them in one store transaction);
@@ -18,11 +21,17 @@ The normative sequence, event-sourced:
 
 LLM calls are facts whatever the verdict: they were recorded by the synths before use,
 so `llm_events` come back in both cases and the shell folds them into the synths' minds.
+
+Behaviour that recorded runs must still replay under changes by named behaviour patches
+(DESIGN, Temporal's `patched`; nothing to do with admin patches): a live cycle runs with
+every patch in `BEHAVIOUR_PATCHES` and its verdict names them; replay runs each recorded
+cycle with the ones its verdict names, so a cycle recorded before a patch existed replays
+as it ran.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -46,6 +55,14 @@ from events.simulation import (
 )
 
 
+# Named behaviour patches (see the module's docstring).
+# Speech said where no later microcycle of its cycle is left to hear it (the last one, or
+# past the event budget) is heard in the next cycle's first microcycle. Before it, it was
+# never heard: with one microcycle no synth heard another.
+SPEECH_CARRIES_OVER = "speech-carries-over"
+BEHAVIOUR_PATCHES: tuple[str, ...] = (SPEECH_CARRIES_OVER,)
+
+
 class DirectorConfig(BaseModel):
     max_microcycles: int = 2  # the cycle's budget of microcycles (each is an LLM call per affected synth)
     max_events: int = 60  # ... and of world events: past it the loop stops, not quiescent
@@ -61,6 +78,9 @@ class DirectorState(State):
     cycle: int = 0
     tick: int = 0
     pending: list[dict[str, Any]] = []  # StimulusQueued payloads not delivered yet
+    # Speech the last committed cycle carried over, unheard: hearer id -> CommunicationEvent
+    # dumps, heard in the next cycle's first microcycle (a rolled-back cycle keeps it).
+    speech: dict[str, list[dict[str, Any]]] = {}
     outcomes: dict[str, list[dict[str, Any]]] = {}  # synth id -> its last cycle's outcomes
     committed: int = 0
     rolled_back: int = 0
@@ -79,6 +99,7 @@ def evolve_director(state: DirectorState, event: Event) -> DirectorState:
                 "cycle": event.cycle,
                 "tick": event.tick,
                 "pending": [p for p in state.pending if p["stimulus_id"] not in delivered],
+                "speech": event.carried_speech,
                 "outcomes": outcomes,
                 "committed": state.committed + 1,
             }
@@ -115,6 +136,7 @@ class CycleResult:
     intents: list[ActuationIntent] = field(default_factory=list)
     microcycles: int = 0
     quiescent: bool = True
+    carried_speech: dict[str, list[dict[str, Any]]] = field(default_factory=dict)  # unheard: to the next cycle
 
     @property
     def verdict(self) -> Event:
@@ -130,9 +152,12 @@ def run_cycle(
     config: DirectorConfig | None = None,
     policy: PerceptionPolicy | None = None,
     check: Check = invariants.check,
+    behaviour_patches: Collection[str] = BEHAVIOUR_PATCHES,
 ) -> CycleResult:
     """One director cycle over the canonical `world`, `director` and `synths`, none of
-    which it changes: it returns the events a commit appends (or the rollback)."""
+    which it changes: it returns the events a commit appends (or the rollback).
+    `behaviour_patches`: the named behaviour patches it runs with (replay passes the ones
+    its verdict names)."""
     config = config or DirectorConfig()
     policy = policy or config.policy()
     mind = SynthMind()
@@ -151,8 +176,11 @@ def run_cycle(
     happen(ClockAdvanced(tick=working.clock.tick + 1))  # 2
     events.extend(processes.due_transitions(working))  # 3 (applied as they are made)
 
-    # Outside stimuli enter through perception: speech the synths hear in microcycle 1.
-    heard: dict[str, list[CommunicationEvent]] = {sid: [] for sid in order}
+    # Speech the last cycle carried over, then outside stimuli (queued since), enter
+    # through perception: the synths hear them in microcycle 1.
+    heard: dict[str, list[CommunicationEvent]] = {
+        sid: [CommunicationEvent.model_validate(c) for c in director.speech.get(sid, [])] for sid in order
+    }
     for stimulus in director.pending:
         said = communication.stimulus_event(working, stimulus["text"], stimulus["source"], cycle, 1)
         happen(said)
@@ -207,6 +235,11 @@ def run_cycle(
             break
     else:
         result.quiescent = False
+    # Whatever is still in `heard` was said where no later microcycle of this cycle hears it.
+    carried: dict[str, list[dict[str, Any]]] = {}
+    if SPEECH_CARRIES_OVER in behaviour_patches:
+        carried = {sid: [c.model_dump() for c in cs] for sid, cs in heard.items() if cs}
+    result.carried_speech = carried
 
     violations = check(working)  # 5
     calls = {sid: [e.call_index for e in es if isinstance(e, LlmRequested)] for sid, es in result.llm_events.items()}
@@ -219,6 +252,7 @@ def run_cycle(
                 message="; ".join(v.message for v in violations)[:2000],
                 discarded_intents=[i.model_dump() for i in result.intents],
                 llm_calls=calls,
+                behaviour_patches=sorted(behaviour_patches),
             )
         ]
         result.synth_events = {}
@@ -235,6 +269,8 @@ def run_cycle(
             stimuli=[s["stimulus_id"] for s in director.pending],
             llm_calls=calls,
             world_events=len(events),
+            carried_speech=carried,
+            behaviour_patches=sorted(behaviour_patches),
         )
     ]
     return result

@@ -90,6 +90,7 @@ def describe_world(
             for sid, s in sorted(synths.items(), key=lambda kv: kv[1].identity.name)
         ],
         "pending_stimuli": [p["text"] for p in director.pending],
+        "pending_speech": sorted({f"{c['speaker']}: {c['text']}" for cs in director.speech.values() for c in cs}),
         "committed": director.committed,
         "rolled_back": director.rolled_back,
     }

@@ -71,7 +71,9 @@ def describe(event: Event, names: dict[str, str] | None = None, brief: bool = Fa
             for o in event.outcomes
         )
         settled = "" if event.quiescent else ", budget spent"
-        return f"cycle {event.cycle} committed: {event.microcycles} microcycle(s){settled}; {outcomes or 'no actions'}"
+        carried = len({(c["speaker"], c["text"], c["microcycle"]) for cs in event.carried_speech.values() for c in cs})
+        later = f"; {carried} line(s) of speech heard next cycle" if carried else ""
+        return f"cycle {event.cycle} committed: {event.microcycles} microcycle(s){settled}; {outcomes or 'no actions'}{later}"
     if isinstance(event, CycleRolledBack):
         return f"cycle {event.cycle} ROLLED BACK: invariant {event.invariant} failed: {event.message[:200]}"
     if event.stream_id.startswith("sim:"):

@@ -3,8 +3,9 @@
 The replay drives a `DirectorShell` over a scratch in-memory store, seeded with the
 session's first facts (the compiled world, the synths), with each synth's cognitive calls
 served from its recorded stream (`ReplayEffects`: the request must hash the same, or the
-replay fails closed). Stimuli are queued where the log queued them. Then every stream the
-replay wrote is compared, event by event, with the log's.
+replay fails closed). Stimuli are queued where the log queued them. Each cycle runs with
+the named behaviour patches its verdict records (`director.BEHAVIOUR_PATCHES`). Then
+every stream the replay wrote is compared, event by event, with the log's.
 
 Calls recorded by a cycle that never committed (its director died mid-cycle) are facts
 of the synth's stream too: they are copied in before the cycle that follows them, so the
@@ -81,7 +82,7 @@ def replay_session(records: list[Recorded], run_id: str, config: dict[str, Any] 
                 shell.commit_patch(planned, e.principal, e.note)
             elif isinstance(e, CycleCommitted | CycleRolledBack):
                 _copy_uncommitted_calls(scratch, shell, run_id, synths, e.llm_calls)
-                shell.step(1)
+                shell.step(1, behaviour_patches=e.behaviour_patches)
         # Calls a last cycle recorded but never committed (its director died): facts too.
         _copy_uncommitted_calls(scratch, shell, run_id, synths, {sid: [10**9] for sid in synths})
     except (ReplayDivergence, ValueError, KeyError) as e:

@@ -15,7 +15,7 @@ and appends the call's events to the synth's stream before the cognition uses th
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,7 +25,15 @@ from actors.runtime.run import UnknownRun
 from actors.runtime.shell import ShellSnapshot, utc_timestamp
 from actors.simulation import cognition, invariants, patches
 from actors.simulation.cognition import SynthMind
-from actors.simulation.director import CognitionTask, CycleResult, DirectorConfig, DirectorState, evolve_director, run_cycle
+from actors.simulation.director import (
+    BEHAVIOUR_PATCHES,
+    CognitionTask,
+    CycleResult,
+    DirectorConfig,
+    DirectorState,
+    evolve_director,
+    run_cycle,
+)
 from actors.simulation.perception_policy import PerceptionPolicy
 from actors.simulation.snapshot import SimulationSnapshot, migrate
 from actors.simulation.streams import director_stream, synth_stream, world_stream
@@ -187,13 +195,22 @@ class DirectorShell:
         self.canonical = Canonical.load(store, run_id)
         self._verdict: Recorded | None = None  # the director's last event this shell appended
 
-    def step(self, cycles: int = 1, on_cycle: Callable[[CycleResult], None] | None = None) -> list[CycleResult]:
+    def step(
+        self,
+        cycles: int = 1,
+        on_cycle: Callable[[CycleResult], None] | None = None,
+        *,
+        behaviour_patches: Collection[str] = BEHAVIOUR_PATCHES,
+    ) -> list[CycleResult]:
+        """Run and commit `cycles` cycles with the named `behaviour_patches` (replay: the
+        ones each recorded verdict names)."""
         results = []
         for _ in range(cycles):
             c = self.canonical
             result = run_cycle(
-                c.world, c.director, c.synths, self.cognize, config=self.config, policy=self.policy, check=self.check
-            )
+                c.world, c.director, c.synths, self.cognize, config=self.config, policy=self.policy, check=self.check,
+                behaviour_patches=behaviour_patches,
+            )  # fmt: skip
             self.commit(result)
             results.append(result)
             if on_cycle is not None:

@@ -3,8 +3,11 @@
 The new session's streams begin with a copy of the original's events up to and
 including cycle N's verdict (the world, the director, every synth and its recorded calls),
 re-addressed to the new run, so `chorus replay` replays the shared cycles from the
-fork's own log and `chorus diff` shows where the two lineages part. The original is
-untouched; the fork then steps on its own (`chorus sim step NEW`).
+fork's own log and `chorus diff` shows where the two lineages part. Stimuli and admin
+patches in the shared history keep the ids the original gave them (made from its run id):
+replay takes inputs' ids from the log, never re-derives them from the fork's. The
+original is untouched; the fork then steps on its own (`chorus sim step NEW`). A snapshot
+restore over HTTP is this too: a new lineage from the end of a cycle.
 """
 
 from __future__ import annotations

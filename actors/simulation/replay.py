@@ -3,9 +3,11 @@
 The replay drives a `DirectorShell` over a scratch in-memory store, seeded with the
 session's first facts (the compiled world, the synths), with each synth's cognitive calls
 served from its recorded stream (`ReplayEffects`: the request must hash the same, or the
-replay fails closed). Stimuli are queued where the log queued them. Each cycle runs with
-the named behaviour patches its verdict records (`director.BEHAVIOUR_PATCHES`). Then
-every stream the replay wrote is compared, event by event, with the log's.
+replay fails closed). Stimuli and admin patches are inputs: they are queued and applied
+where the log has them, under the ids the log gave them (a fork's or a restore's copy of
+its parent's history keeps ids its parent's run id made). Each cycle runs with the named
+behaviour patches its verdict records (`director.BEHAVIOUR_PATCHES`). Then every stream
+the replay wrote is compared, event by event, with the log's.
 
 Calls recorded by a cycle that never committed (its director died mid-cycle) are facts
 of the synth's stream too: they are copied in before the cycle that follows them, so the
@@ -75,11 +77,11 @@ def replay_session(records: list[Recorded], run_id: str, config: dict[str, Any] 
     try:
         for e in streams.get(ds, []):
             if isinstance(e, StimulusQueued):
-                shell.stimulus(e.text, e.source, e.principal)
+                shell.stimulus(e.text, e.source, e.principal, stimulus_id=e.stimulus_id)
             elif isinstance(e, PatchCommitted):  # re-applied as recorded (refs resolved)
                 c = shell.canonical
                 planned = patches.plan(c.world, c.synths, patches.parse_operations(e.operations))
-                shell.commit_patch(planned, e.principal, e.note)
+                shell.commit_patch(planned, e.principal, e.note, patch_id=e.patch_id)
             elif isinstance(e, CycleCommitted | CycleRolledBack):
                 _copy_uncommitted_calls(scratch, shell, run_id, synths, e.llm_calls)
                 shell.step(1, behaviour_patches=e.behaviour_patches)

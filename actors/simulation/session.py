@@ -239,17 +239,20 @@ class DirectorShell:
         self._fold(recorded)
         return recorded
 
-    def commit_patch(self, planned: patches.Planned, principal: str, note: str = "") -> list[Recorded]:
+    def commit_patch(
+        self, planned: patches.Planned, principal: str, note: str = "", *, patch_id: str | None = None
+    ) -> list[Recorded]:
         """Commit a valid admin patch (planned on this shell's canonical state) as one
         transaction: its world events, each changed synth's `SynthPatched`, then the
-        `PatchCommitted` that names who applied it."""
+        `PatchCommitted` that names who applied it. `patch_id`: the id the log gave it
+        (replay), else a new one."""
         if not planned.valid:
             raise ValueError(f"the patch is not valid: {planned.violations[0].message}")
         c = self.canonical
         ws, ds = world_stream(self.run_id), director_stream(self.run_id)
         director_version = c.versions.get(ds, 0)
         done = PatchCommitted(
-            patch_id=patches.patch_id(self.run_id, director_version, planned.operations),
+            patch_id=patch_id or patches.patch_id(self.run_id, director_version, planned.operations),
             principal=principal,
             operations=[op.model_dump(mode="json") for op in planned.operations],
             note=note,
@@ -284,15 +287,19 @@ class DirectorShell:
             if e.stream_id == ds:
                 self._verdict = r
 
-    def stimulus(self, text: str, source: str = "operator", principal: str = "") -> Recorded:
+    def stimulus(
+        self, text: str, source: str = "operator", principal: str = "", *, stimulus_id: str | None = None
+    ) -> Recorded:
         """Queue an outside stimulus: perceived on the next cycle, never written into the
-        world. `principal`: who queued it over the control plane."""
+        world. `principal`: who queued it over the control plane. `stimulus_id`: the id the
+        log gave it (replay), else a new one."""
         text = text.strip()
         if not text:
             raise ValueError("the stimulus is empty")
         ds = director_stream(self.run_id)
-        number = len(self.canonical.director.pending) + self.canonical.versions.get(ds, 0) + 1
-        stimulus_id = hashlib.sha256(f"{self.run_id}:{number}:{text}".encode()).hexdigest()[:12]
+        if stimulus_id is None:
+            number = len(self.canonical.director.pending) + self.canonical.versions.get(ds, 0) + 1
+            stimulus_id = hashlib.sha256(f"{self.run_id}:{number}:{text}".encode()).hexdigest()[:12]
         event = StimulusQueued(stimulus_id=stimulus_id, text=text, source=source, principal=principal)
         event = event.stamp(run_id=self.run_id)
         (recorded,) = self.store.append(ds, [event], self.canonical.versions.get(ds, 0))

@@ -9,6 +9,8 @@ sandbox, such as the relay's `resubmit`). Over HTTP, for every scope:
 
 - a server option in a request is refused; the server's configuration supplies it
   (`CHORUS_API_SERVER_OPTIONS`, JSON `{"kind": {"option": value}}`);
+- an admin option (a command the run executes inside the sandbox, such as the relay's
+  probes) is taken from an admin token only: operate never chooses a command;
 - a place option is taken only inside the folders the configuration allows for its place
   (`CHORUS_API_PACK_DIRS`, `CHORUS_API_WORKSPACE_DIRS`; os.pathsep-separated) or a bundled
   one: a bare name or a relative path is looked up in them, an absolute path must resolve
@@ -99,12 +101,13 @@ def parse_server_options(text: str) -> dict[str, dict[str, Any]]:
 
 
 def check_submission(
-    kind: Any, goal: str, params: dict[str, Any], config: ApiConfig, run_id: str
+    kind: Any, goal: str, params: dict[str, Any], config: ApiConfig, run_id: str, *, admin: bool = False
 ) -> tuple[str, dict[str, Any], list[Path]]:
     """The goal and options a request may run with: server options refused (then the
-    configuration's laid on), every place option confined to its allowed folders, and a
-    fresh folder for each "workspace" option left out (the folders made are returned, for
-    the caller to remove if the run is refused). PlaceRefused (one line) otherwise."""
+    configuration's laid on), admin options (sandboxed commands) refused below admin, every
+    place option confined to its allowed folders, and a fresh folder for each "workspace"
+    option left out (the folders made are returned, for the caller to remove if the run is
+    refused). PlaceRefused (one line) otherwise."""
     if not goal.strip():
         raise PlaceRefused("the goal is empty")
     made: list[Path] = []
@@ -113,6 +116,11 @@ def check_submission(
         raise PlaceRefused(
             f"option {', '.join(refused)} of a {kind.name} run is set by the server's configuration "
             f"({SERVER_OPTIONS_ENV}), never by a request"
+        )
+    commands = sorted(set(params) & set(kind.admin_options))
+    if commands and not admin:
+        raise PlaceRefused(
+            f"option {', '.join(commands)} of a {kind.name} run names a command: only an admin token may send it"
         )
     options = dict(params)
     for option, where in kind.path_options.items():

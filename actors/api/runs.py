@@ -17,7 +17,7 @@ from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
-from actors.api.auth import Principal, require
+from actors.api.auth import Principal, allows, require
 from actors.api.errors import BAD_INPUT, COMMON_ERRORS, RUN_ERRORS, UNAVAILABLE
 from actors.api.live import LiveLog, page_reader, stream_run
 from actors.api.places import check_submission, remove_empty
@@ -67,7 +67,9 @@ def build_router() -> APIRouter:
     def submit(body: SubmitIn, who: Principal = operate, s: Services = Depends(services)) -> Submitted:
         kind = Registry.run_kind(body.agent) if body.agent else Registry.default_run_kind()
         run_id = new_run_id()
-        goal, params, made = check_submission(kind, body.goal, body.params, s.config, run_id)
+        goal, params, made = check_submission(
+            kind, body.goal, body.params, s.config, run_id, admin=allows(who.scope, "admin")
+        )
         try:
             with acting_as(who.name):
                 handle = s.client.submit(goal, agent=kind.name, budget=body.budget, run_id=run_id, **params)

@@ -11,9 +11,11 @@ verbs; `Client().submit(goal, agent="relay", workspace=DIR)` starts one.
 
 Run params (what `submit` takes and RunSubmitted records): `workspace`, `roadmap`,
 `max_retries`, `llm_params`, `resubmit`, and `probes`: the domain probes, `{name: argv}`,
-each a command the Verifier runs in its sandbox on every turn (exit 0 passes). A probe is a
-command run on the server, sandboxed like the tests; like `resubmit` it is the server's
-configuration, never a request's (`server_options`: the HTTP API refuses it as a field).
+each a command the Verifier runs in its sandbox on every turn (exit 0 passes). `resubmit`
+runs on the server outside the sandbox: it is the server's configuration, never a
+request's (`server_options`: the HTTP API refuses it as a field). A probe is a command too,
+but one that runs sandboxed like the tests: over HTTP only an admin token may send
+`probes` (`admin_options`); the server's configuration may set them for every run.
 """
 
 from __future__ import annotations
@@ -54,10 +56,11 @@ class RelayRun(RunKind):
     fork_unit = "turn"
     # Over HTTP: the workspace and roadmap only inside the folders the server allows (a
     # fresh folder per run when left out); `resubmit` runs on the server, outside the
-    # sandbox, and probes are commands too, so only the server's configuration sets them
-    # (actors.api.places).
+    # sandbox, so only the server's configuration sets it; probes are commands run in the
+    # sandbox, so an admin may send them (actors.api.places).
     path_options: ClassVar[dict[str, str]] = {"workspace": "workspace", "roadmap": "in workspaces"}
-    server_options: ClassVar[frozenset[str]] = frozenset({"resubmit", "probes"})
+    server_options: ClassVar[frozenset[str]] = frozenset({"resubmit"})
+    admin_options: ClassVar[frozenset[str]] = frozenset({"probes"})
 
     def submit(
         self,

@@ -12,7 +12,8 @@ runtime asks the kind, never the name, for everything that differs between workl
 - its verbs on the `chorus` command (`add_commands`) and on `Client` (`client_methods`);
 - what the HTTP API may take from a request and show below admin: the options that name a
   place on the server (`path_options`, `bundled`), the options only the server's operator
-  sets (`server_options`), and what of its records only an admin reads (`admin_only`).
+  sets (`server_options`), the commands only an admin may send (`admin_options`), and what
+  of its records only an admin reads (`admin_only`).
 
 A workload registers its kind with `Registry.register_run_kind` in the module its
 `chorus.plugins` entry point names; nothing in the runtime changes for a new workload.
@@ -62,6 +63,10 @@ class RunKind:
     # Options that make the server run a command outside any sandbox (or that only its
     # operator may choose): never taken from a request; the server's configuration may set them.
     server_options: ClassVar[frozenset[str]] = frozenset()
+    # Options that name a command the run executes inside the sandbox (actors.tools.sandbox),
+    # such as the relay's domain probes: over HTTP only an admin token may send them (operate
+    # never chooses a command); the server's configuration may set them too.
+    admin_options: ClassVar[frozenset[str]] = frozenset()
 
     # -- running ---------------------------------------------------------------------------------
 

@@ -169,6 +169,19 @@ def test_a_command_is_never_a_request_field(chorus, tmp_path, scope):
     assert client.store.max_position() == before
 
 
+def test_a_sandboxed_command_is_an_admin_field_only(chorus):
+    """The relay's probes run in the sandbox: an admin may send them, operate never chooses a
+    command (and is refused before anything is written)."""
+    _, http, client = chorus
+    before = client.store.max_position()
+    body = {"agent": "relay", "goal": "g", "params": {"probes": {"smoke": ["python", "-c", "print(1)"]}}}
+    assert "only an admin token" in one_line(http.post("/v1/runs", json=body, headers=AS["operate"]), 400)
+    assert client.store.max_position() == before
+    r = http.post("/v1/runs", json=body, headers=AS["admin"])
+    # past the options' gate: this app's scripted model then writes no usable roadmap
+    assert "only an admin" not in r.text and "roadmap" in one_line(r, 400)
+
+
 def test_a_workspace_outside_the_allowed_folders_is_refused(chorus, tmp_path):
     _, http, client = chorus
     before = client.store.max_position()

@@ -15,6 +15,13 @@ from actors.simulation.perception import action_surface
 from actors.simulation.resolver import resolve
 from actors.simulation.world import apply
 
+
+class NoAliases(yaml.SafeDumper):
+    """Repeated objects written out in full: packs refuse YAML aliases (actors.simulation.loader)."""
+
+    def ignore_aliases(self, data):  # noqa: ARG002
+        return True
+
 COMPONENTS = st.sampled_from([
     {"Portable": {"weight": 1.0}},
     {"Portable": {}, "Tool": {"kind": "wrench"}},
@@ -54,7 +61,7 @@ def packs(draw: st.DrawFn) -> str:
     ]  # fmt: skip
     pack = {"name": "generated", "random_seed": draw(st.integers(0, 99)), "ruleset_ref": "physical_social_v1",
             "locations": locations, "entities": entities, "synths": synths}  # fmt: skip
-    return yaml.safe_dump(pack, sort_keys=False)
+    return yaml.dump(pack, Dumper=NoAliases, sort_keys=False)
 
 
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])

@@ -22,6 +22,7 @@ class NoAliases(yaml.SafeDumper):
     def ignore_aliases(self, data):  # noqa: ARG002
         return True
 
+
 COMPONENTS = st.sampled_from([
     {"Portable": {"weight": 1.0}},
     {"Portable": {}, "Tool": {"kind": "wrench"}},

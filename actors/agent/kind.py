@@ -115,6 +115,20 @@ class AgentRunKind(RunKind):
         )
         return self._spawn(client, run_id, settings, start)
 
+    def resume(self, client: Client, run_id: str, **options: Any) -> RunHandle:
+        """The lead agent served again: its start command rebuilt from the `AgentStarted` it
+        recorded (the key is applied already, so it appends nothing) and the agent goes on
+        from its log."""
+        if options:
+            raise ValueError(f"resuming a {self.name} run takes no options, not {', '.join(sorted(options))}")
+        records = run_records(client.store, run_id)
+        lead = agent_streams(records).get(agent_stream(run_id))
+        if not lead:
+            raise ValueError(f"run {run_id}'s agent never started: there is nothing to resume (submit it again)")
+        behaviour = self.agent_class()()
+        start = behaviour.start_command(lead[0], key=lead[0].command_id or "start")
+        return self._spawn(client, run_id, client.ensure_llm(), start)
+
     def _spawn(self, client: Client, run_id: str, settings: Settings, start: Any) -> RunHandle:
         return client.spawn(run_id, AgentActor, agent_stream(run_id), (settings, run_id, self.name, client.llm), (start,))
 

@@ -335,10 +335,7 @@ class Client:
         if state.status in ("completed", "failed"):
             raise ValueError(f"run {run_id} has {state.status}: there is nothing to resume")
         kind = Registry.run_kind(state.agent) if state.agent else Registry.default_run_kind()
-        resume = getattr(kind, "resume", None)  # RunKind.resume, where a kind has one
-        if resume is None:
-            raise ValueError(f"runs of kind {kind.name} cannot be resumed yet")
-        return resume(self, run_id, **options)
+        return kind.resume(self, run_id, **options)
 
     def run(self, goal: str, **kwargs: Any) -> RunResult:
         return self.submit(goal, **kwargs).wait()

@@ -3,7 +3,8 @@
 A run names its kind in `RunSubmitted.agent` ("react", "researcher", "task", ...). The
 runtime asks the kind, never the name, for everything that differs between workloads:
 
-- how to start a run (`submit`: record it and spawn its lead actor) and fork one (`fork`);
+- how to start a run (`submit`: record it and spawn its lead actor), fork one (`fork`) and
+  serve again one whose actors died (`resume`);
 - which behaviour owns which of its streams (`behaviour`), for `chorus state`, snapshots
   and replay;
 - how to re-execute it from its log (`replay`), which stream leads it (`lead_events`,
@@ -79,6 +80,12 @@ class RunKind:
         self, client: Client, run_id: str, at: int, *, model: str | None = None, llm_params: dict[str, Any] | None = None
     ) -> RunHandle:
         raise ValueError(f"runs of kind {self.name!r} cannot be forked")
+
+    def resume(self, client: Client, run_id: str, **options: Any) -> RunHandle:
+        """Serve again a run whose actors died: start its lead anew from the log (what it
+        recorded is not done again; keyed commands append nothing twice). ValueError where
+        the kind cannot, or the run's lead never started (nothing to go on from)."""
+        raise ValueError(f"runs of kind {self.name!r} cannot be resumed")
 
     # -- reading its log -------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ from actors.tasks.runner import needs_llm, prepare, submit, task_result
 from actors.tasks.workflow import ForkWorkflow, StartWorkflow, task_stream
 from events.errors import ErrorInfo
 from events.runs import Budget
+from events.tasks import WorkflowForked, WorkflowStarted
 
 
 def submit_task(
@@ -52,6 +53,23 @@ def fork_task(
     original = client.run_state(run_id)  # UnknownRun
     start, fork = read_fork(client.store, run_id, at, model=model, params=llm_params)
     return _launch(client, new_run_id(), start, fork, forked_from=f"{run_id}@{at}", budget=original.budget)
+
+
+def resume_task(client: Client, run_id: str, **options: Any) -> RunHandle:
+    """Serve again a workflow run whose actor died: its start (and fork) commands rebuilt
+    from what its stream recorded, so they append nothing, and the workflow goes on from
+    its journal (a call already recorded is served from the log, not made again)."""
+    if options:
+        raise ValueError(f"resuming a workflow run takes no options, not {', '.join(sorted(options))}")
+    recorded = client.store.read_stream(task_stream(run_id))
+    if not recorded or not isinstance(recorded[0], WorkflowStarted):
+        raise ValueError(f"run {run_id}'s workflow never started: there is nothing to resume (submit it again)")
+    start = StartWorkflow.from_event(recorded[0], key=recorded[0].command_id or "start")
+    second = recorded[1] if len(recorded) > 1 else None
+    fork = ForkWorkflow.from_event(second, key=second.command_id or "fork") if isinstance(second, WorkflowForked) else None
+    settings = client.ensure_llm() if needs_llm(start) else client.settings
+    client.ensure_ray()
+    return client.spawn(run_id, TaskActor, task_stream(run_id), (settings, run_id, client.llm), (start, fork))
 
 
 def _launch(

@@ -17,7 +17,7 @@ from actors.runtime.registry import Registry
 from actors.runtime.replay import Divergence, ReplayReport, replay_stream
 from actors.runtime.runkind import RunKind
 from actors.tasks import cli
-from actors.tasks.client import fork_task, submit_task
+from actors.tasks.client import fork_task, resume_task, submit_task
 from actors.tasks.journal import JournalDivergence
 from actors.tasks.progress import describe_workflow
 from actors.tasks.runner import AGENT
@@ -49,6 +49,9 @@ class TaskRun(RunKind):
         self, client: Client, run_id: str, at: int, *, model: str | None = None, llm_params: dict[str, Any] | None = None
     ) -> RunHandle:
         return fork_task(client, run_id, at, model=model, llm_params=llm_params)
+
+    def resume(self, client: Client, run_id: str, **options: Any) -> RunHandle:
+        return resume_task(client, run_id, **options)
 
     def behaviour(self, stream_id: str, first: Event) -> Behaviour[Any] | None:
         return WorkflowBehaviour() if stream_id == task_stream(first.run_id) else None

@@ -19,6 +19,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict
 
+from actors.runtime.bounded_yaml import MAX_YAML_CHARS, BoundedLoader, load_bounded
 from actors.runtime.llm.json_text import parse_json_object
 from actors.runtime.llm.types import LlmRequest
 
@@ -105,23 +106,31 @@ def parse_roadmap(text: str, filename: str) -> Roadmap:
     mappings, else markdown (a markdown list is also a YAML list, but loses its heading)."""
     if not text.strip():
         raise ValueError(f"{filename}: roadmap: the file is empty")
+    if len(text) > MAX_YAML_CHARS:
+        raise ValueError(f"{filename}: roadmap: larger than {MAX_YAML_CHARS} characters, the most a roadmap may be")
     suffix = Path(filename).suffix.lower()
     if suffix in (".yaml", ".yml"):
         return _from_yaml(_load_yaml(text, filename), filename)
     if suffix in (".md", ".markdown", ".txt"):
         return _from_markdown(text, filename)
     try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError:
+        data = load_bounded(text, RoadmapLoader)
+    except (yaml.YAMLError, ValueError):
         data = None
     if isinstance(data, dict) or (isinstance(data, list) and any(isinstance(x, dict) for x in data)):
         return _from_yaml(data, filename)
     return _from_markdown(text, filename)
 
 
+class RoadmapLoader(BoundedLoader):
+    what = "a roadmap"
+
+
 def _load_yaml(text: str, filename: str) -> Any:
     try:
-        return yaml.safe_load(text)
+        return load_bounded(text, RoadmapLoader)
+    except ValueError as e:
+        raise ValueError(f"{filename}: {e}") from None
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "yaml"

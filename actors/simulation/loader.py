@@ -45,6 +45,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ValidationError
 
+from actors.runtime.bounded_yaml import BoundedLoader, load_bounded
 from events.simulation import SynthCreated, WorldCreated
 from actors.simulation import statechart
 from actors.simulation.processes import effect_events
@@ -68,29 +69,13 @@ MAX_PACK_BYTES = 1_000_000
 MAX_DEPTH = 40
 
 
-class _PackYamlLoader(yaml.SafeLoader):
+class _PackYamlLoader(BoundedLoader):
     """YAML 1.2 booleans: only true/false. YAML 1.1 would read `Switchable: {on: true}`
     as `{True: True}` (and `no`, `off`, `yes` as booleans too). No aliases, and nesting at
-    most MAX_DEPTH deep (see the module's docstring)."""
+    most MAX_DEPTH deep (actors.runtime.bounded_yaml)."""
 
-    _depth = 0
-
-    def compose_node(self, parent: Any, index: Any) -> Any:
-        if self.check_event(yaml.AliasEvent):
-            event = self.peek_event()
-            raise yaml.composer.ComposerError(
-                None, None, "YAML aliases (*name) are not allowed in a content pack", event.start_mark
-            )
-        self._depth += 1
-        try:
-            if self._depth > MAX_DEPTH:
-                event = self.peek_event()
-                raise yaml.composer.ComposerError(
-                    None, None, f"nested more than {MAX_DEPTH} levels deep", event.start_mark
-                )
-            return super().compose_node(parent, index)
-        finally:
-            self._depth -= 1
+    max_depth = MAX_DEPTH
+    what = "a content pack"
 
 
 _PackYamlLoader.yaml_implicit_resolvers = {
@@ -161,7 +146,7 @@ def compile_pack(text: str, filename: str) -> CompiledPack:
     if len(text) > MAX_PACK_BYTES:
         raise PackError([f"{filename}: larger than {MAX_PACK_BYTES} characters, the most a pack may be"])
     try:
-        data = yaml.load(text, Loader=_PackYamlLoader)  # noqa: S506 (a safe loader)
+        data = load_bounded(text, _PackYamlLoader, MAX_PACK_BYTES)
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         where = f"line {mark.line + 1}" if mark is not None else "YAML"

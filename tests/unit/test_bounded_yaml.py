@@ -1,0 +1,65 @@
+"""Every YAML document Chorus reads from outside is bounded (issue 34): no aliases (the
+billion-laughs bomb), no nesting past the limit, no text past the size limit; for the
+simulation's content packs and the relay's roadmaps alike."""
+
+from __future__ import annotations
+
+import pytest
+import yaml
+
+from actors.relay.roadmap import parse_roadmap
+from actors.runtime.bounded_yaml import MAX_YAML_CHARS, BoundedLoader, load_bounded
+from actors.simulation.loader import PackError, compile_pack
+
+BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
+    f"{chr(98 + i)}: &{chr(98 + i)} [*{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}, *{chr(97 + i)}]\n"
+    for i in range(6)
+)
+DEEP = "k: " + "[" * 60 + "]" * 60 + "\n"
+
+
+def test_plain_yaml_loads():
+    assert load_bounded("a: [1, 2]\nb: {c: d}\n") == {"a": [1, 2], "b": {"c": "d"}}
+
+
+def test_an_alias_bomb_is_refused_before_it_expands():
+    assert len(yaml.safe_load("a: &a [x]\nb: *a\n")["b"]) == 1  # what an unbounded loader does with one
+    with pytest.raises(yaml.YAMLError, match="aliases"):
+        load_bounded(BOMB)
+
+
+def test_nesting_past_the_limit_is_refused():
+    with pytest.raises(yaml.YAMLError, match="nested more than"):
+        load_bounded(DEEP)
+    assert load_bounded("k: " + "[" * 10 + "]" * 10) == {"k": [[[[[[[[[[]]]]]]]]]]}
+
+
+def test_text_past_the_limit_is_refused_before_it_is_parsed():
+    with pytest.raises(ValueError, match="larger than 100 characters"):
+        load_bounded("a: " + "x" * 200, BoundedLoader, 100)
+
+
+@pytest.mark.parametrize("name", ["roadmap.yaml", "roadmap"])
+def test_a_roadmap_alias_bomb_or_a_deep_one_is_one_line(name):
+    for text in (BOMB.replace("a:", "items:", 1), DEEP):
+        try:
+            parse_roadmap(text, name)
+        except ValueError as e:
+            assert "\n" not in str(e)
+        else:  # read as markdown (an unknown suffix): then it holds no YAML structure at all
+            assert name == "roadmap"
+
+
+def test_a_roadmap_alias_in_yaml_says_so():
+    with pytest.raises(ValueError, match="roadmap.yaml: line 2: not valid YAML .*aliases"):
+        parse_roadmap("- &x {title: a}\n- *x\n", "roadmap.yaml")
+
+
+def test_a_huge_roadmap_is_refused():
+    with pytest.raises(ValueError, match="larger than"):
+        parse_roadmap("- item\n" * (MAX_YAML_CHARS // 7 + 1), "roadmap.md")
+
+
+def test_a_content_pack_alias_is_a_pack_error():
+    with pytest.raises(PackError, match="aliases"):
+        compile_pack(BOMB, "bomb.yaml")

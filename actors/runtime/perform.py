@@ -36,7 +36,7 @@ from events.errors import ErrorInfo
 from events.runs import BudgetExceeded
 
 __all__ = [
-    "Effects", "LiveEffects", "ReplayEffects", "ToolDivergence", "ToolInvoker", "drive",
+    "Effects", "LiveEffects", "RepeatedEffect", "ReplayEffects", "ToolDivergence", "ToolInvoker", "drive",
     "local_invoker", "ray_invoker", "tool_error_message",
 ]
 
@@ -168,6 +168,27 @@ def _fresh(e: Event) -> Event:
 # -- the loop ------------------------------------------------------------------------------------
 
 
+class RepeatedEffect(RuntimeError):
+    """A behaviour asked again for an effect whose result the log already holds: its
+    `evolve` did not advance past the recorded result (or its `decide` dropped it), so the
+    same call would be made again and again. Raised before anything is performed (Temporal
+    raises a non-determinism error in the same place)."""
+
+
+def _refuse_repeat(shell: ActorShell[Any], effect: Any) -> None:
+    key = (
+        f"llm:{effect.call_index}" if isinstance(effect, CallLlm)
+        else f"tool:{effect.call_index}" if isinstance(effect, CallTool)
+        else None
+    )  # fmt: skip
+    if key is not None and key in shell.keys:  # the most recent keys, in memory: no read
+        raise RepeatedEffect(
+            f"{shell.stream_id}: the behaviour asked again for {key}, whose result the log already holds "
+            f"(version {shell.version}): its evolve must advance call_index past a recorded "
+            f"LlmRequested/LlmCompleted or ToolCalled/ToolReturned, and its decide must keep them"
+        )
+
+
 def drive(
     shell: ActorShell[Any],
     effects: Effects,
@@ -181,6 +202,7 @@ def drive(
         if effect is None:
             return shell.state
         cause = shell.last_event_id  # each step follows from the decision before it
+        _refuse_repeat(shell, effect)
         if isinstance(effect, Stop):
             appended = shell.handle(StopAgent(key="stop", error=effect.error), causation_id=cause)
         elif isinstance(effect, CallLlm):

@@ -58,7 +58,8 @@ def resolve(name: str) -> type[Event]:
         return _TYPES[name]
     except KeyError:
         raise UnknownEventType(
-            f"unknown event type {name!r}: is the module that defines it imported?"
+            f"unknown event type {name!r}: no imported module defines it; install the plugin that "
+            f"defines it, or name its module in CHORUS_PLUGINS"
         ) from None
 
 

@@ -25,6 +25,7 @@ from actors.runtime.registry import Registry, RegistryError
 from actors.runtime.replay import FixtureError, UnknownStream
 from actors.runtime.run import UnknownRun
 from actors.runtime.settings import ConfigError, Settings
+from events.registry import MissingUpcaster, UnknownEventType
 from events.store import EventStore, Recorded, StoreUnavailable
 
 USER_ERRORS: tuple[type[BaseException], ...] = (
@@ -41,6 +42,8 @@ USER_ERRORS: tuple[type[BaseException], ...] = (
     FixtureError,
     LlmUnavailable,
     LocalServerError,
+    UnknownEventType,
+    MissingUpcaster,
 )
 
 

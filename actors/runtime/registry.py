@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import importlib
 import inspect
+import os
 from collections.abc import Callable
 from importlib.metadata import entry_points
 from typing import Any, ClassVar, TypeVar
@@ -197,14 +198,22 @@ def _lookup(table: dict[str, Any], kind: str, name: str) -> Any:
 
 
 PLUGINS_GROUP = "chorus.plugins"
+PLUGINS_ENV = "CHORUS_PLUGINS"
 _loaded = False
 
 
 def load_workloads() -> None:
-    """Import every module registered under the `chorus.plugins` entry-point group, once."""
+    """Import every module registered under the `chorus.plugins` entry-point group, and the
+    modules named in CHORUS_PLUGINS (comma-separated: a workload of one's own, with its
+    event types and run kind, read and replayed with no packaging), once."""
     global _loaded
     if _loaded:
         return
     _loaded = True
     for entry in entry_points(group=PLUGINS_GROUP):
         entry.load()
+    for name in filter(None, (n.strip() for n in os.environ.get(PLUGINS_ENV, "").split(","))):
+        try:
+            importlib.import_module(name)
+        except ImportError as e:
+            raise RegistryError(f"{PLUGINS_ENV} names {name!r}, which cannot be imported: {e}") from None

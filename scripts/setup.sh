@@ -30,7 +30,7 @@ fi
 # Chorus itself, editable, with the local LLM server, the test tools and Ray Serve. Skipped when the
 # dependency list has not changed since the last successful install.
 STAMP="$VENV/.chorus-deps"
-EXTRAS="local,test,serve"
+EXTRAS="local,test,serve,docs"
 WANT="$(cat pyproject.toml - <<< "$EXTRAS" | sha256sum | cut -d' ' -f1)"  # the extras too: a new one reinstalls
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ] || ! installed chorus "" || ! installed llama-cpp-python ""; then
   if ! installed llama-cpp-python ""; then

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from actors.runtime.client import Client, RunHandle, RunResult
+    from actors.runtime.function_tool import Workspace, tool
 
 
 def __getattr__(name: str) -> Any:
@@ -15,7 +16,11 @@ def __getattr__(name: str) -> Any:
         from actors.runtime import client
 
         return getattr(client, name)
+    if name in ("tool", "Workspace"):  # tools as functions (actors.runtime.function_tool)
+        from actors.runtime import function_tool
+
+        return getattr(function_tool, name)
     raise AttributeError(name)
 
 
-__all__ = ["Client", "RunHandle", "RunResult"]
+__all__ = ["Client", "RunHandle", "RunResult", "Workspace", "tool"]

@@ -9,6 +9,8 @@ lead stream's prefix into a new run and continues live from there.
 from __future__ import annotations
 
 import argparse
+import os
+import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -21,6 +23,7 @@ from actors.agent.react import ReactAgent
 from actors.runtime.behaviour import Behaviour
 from actors.runtime.client import DEFAULT_LLM_PARAMS, Client, RunHandle, new_run_id
 from actors.runtime.console import follow_run
+from actors.runtime.function_tool import tool_ref
 from actors.runtime.perform import drive
 from actors.runtime.progress import call_text, short
 from actors.runtime.registry import Registry
@@ -64,7 +67,8 @@ class AgentRunKind(RunKind):
         run_id: str,
         budget: Budget,
         root: str | Path = ".",
-        tools: list[str] | tuple[str, ...] | None = None,
+        tools: list[Any] | tuple[Any, ...] | None = None,
+        add_tools: list[Any] | tuple[Any, ...] | None = None,
         repo: str | None = None,
         max_iterations: int = 10,
         llm_params: dict[str, Any] | None = None,
@@ -81,7 +85,9 @@ class AgentRunKind(RunKind):
         agent_cls = self.agent_class()
         if tools is None:
             tools = agent_cls.tools_for(repo) if hasattr(agent_cls, "tools_for") else agent_cls.default_tools
-        specs = [tool_spec(name) for name in tools]  # RegistryError for an unknown tool
+        # Names, import paths, or @tool functions and Tool classes (recorded as their paths).
+        tools = [tool_ref(t) for t in (*tools, *(add_tools or ()))]
+        specs = tool_specs(tools)  # RegistryError for an unknown tool, before anything is written
         settings = client.ensure_llm()
         client.ensure_ray()
         params = dict(DEFAULT_LLM_PARAMS if llm_params is None else llm_params)
@@ -244,8 +250,22 @@ def agent_streams(records: list[Recorded]) -> dict[str, list[Event]]:
 
 
 def tool_spec(name: str) -> ToolSpec:
+    """The spec of the tool registered as `name`, or at import path `name` (then named as the
+    tool names itself: `examples.tools.word_count:word_count` is `word_count` to the model)."""
     cls = Registry.tool_class(name)
-    return ToolSpec(name=name, signature=cls.signature(), description=cls.description, topic=Registry.topic_of(name))
+    shown = name if name in Registry.names()["tools"] else cls.name
+    return ToolSpec(name=shown, signature=cls.signature(), description=cls.description, topic=Registry.topic_of(name))
+
+
+def tool_specs(names: list[str]) -> list[ToolSpec]:
+    """The specs of a run's tools; ValueError when two share a name the model calls them by."""
+    specs = [tool_spec(name) for name in names]
+    seen: dict[str, str] = {}
+    for name, spec in zip(names, specs):
+        if spec.name in seen:
+            raise ValueError(f"two tools are named {spec.name!r} ({seen[spec.name]} and {name}): give one another name")
+        seen[spec.name] = name
+    return specs
 
 
 def describe_agent(e: Event, brief: bool = False) -> str | None:
@@ -279,6 +299,15 @@ class ReactRun(AgentRunKind):
         run = subparsers.add_parser("run", help="run a goal end to end and print the answer")
         run.add_argument("goal")
         run.add_argument("--root", default=".", help="folder the agent's file tools may read (default: .)")
+        run.add_argument(
+            "--tools", type=_names, metavar="TOOL,...",
+            help="the run's tools, replacing the defaults: registered names or import paths "
+            "(package.module:function, a @tool function)",
+        )  # fmt: skip
+        run.add_argument(
+            "--tool", action="append", default=[], metavar="TOOL",
+            help="a tool added to the defaults (or to --tools); repeatable",
+        )  # fmt: skip
         run.add_argument("--max-iterations", type=int, default=10)
         run.add_argument("--max-llm-calls", type=int)
         run.add_argument("--max-tokens", type=int)
@@ -287,13 +316,30 @@ class ReactRun(AgentRunKind):
         run.set_defaults(func=cmd_run)
 
 
+def _names(text: str) -> list[str]:
+    names = [n.strip() for n in text.split(",") if n.strip()]
+    if not names:
+        raise argparse.ArgumentTypeError("name at least one tool")
+    return names
+
+
 def cmd_run(args: argparse.Namespace) -> int:
     budget = Budget(
         max_llm_calls=args.max_llm_calls, max_tokens=args.max_tokens, max_wall_seconds=args.max_seconds
     )
+    if (args.tools or args.tool) and os.getcwd() not in sys.path:
+        # `chorus run --tools mymodule:f` finds mymodule in the working folder, as `python -m`
+        # would; a local Ray's workers get the driver's working folder on their path too.
+        sys.path.insert(0, os.getcwd())
     with Client() as client:
         handle = client.submit(
-            args.goal, agent=ReactRun.name, root=args.root, max_iterations=args.max_iterations, budget=budget
+            args.goal,
+            agent=ReactRun.name,
+            root=args.root,
+            tools=args.tools,
+            add_tools=args.tool or None,
+            max_iterations=args.max_iterations,
+            budget=budget,
         )
         print(f"run {handle.run_id}", flush=True)
         return follow_run(handle, args.quiet)

@@ -9,8 +9,13 @@ A third party adds a tool with the decorator and nothing else:
         def execute(self, text: str) -> str:
             return str(len(text.split()))
 
+or, as a plain function, with `@tool` (`actors.runtime.function_tool`, `from actors import tool`).
+
 `Registry.get_tool(name)` creates the tool as a Ray actor; `Registry.tool_class(name)` gives
-the class itself for in-process use (replay, unit tests).
+the class itself for in-process use (replay, unit tests). A tool is also found by its import
+path, `package.module:name` (a `@tool` function or a Tool subclass), with no entry point: a
+name registered in this process comes first (the task tools' `system:run_script` reads like a
+path too), then the path is imported.
 
 The runtime names no workload. A workload (or a provider) is a module listed under the
 `chorus.plugins` entry-point group (pyproject.toml); importing it registers its run kind,
@@ -29,6 +34,7 @@ from importlib.metadata import entry_points
 from typing import Any, ClassVar, TypeVar
 
 from actors.runtime.actor_options import restartable
+from actors.runtime.import_path import ImportPathError, import_object, is_import_path
 from actors.runtime.placement import ray_options
 
 T = TypeVar("T", bound=type)
@@ -120,17 +126,31 @@ class Registry:
 
     @classmethod
     def tool_class(cls, name: str, topic: str = "") -> type:
-        """The class registered as `name`; `topic` ("module:Class") is imported first if the
-        name is not known in this process (a Ray worker has not imported the user's module)."""
+        """The tool registered as `name`, or else the one at import path `name`
+        ("module:function" or "module:Class"). `topic` (a ToolSpec's, the path of the
+        implementation a run recorded) is imported when the name is unknown in this process
+        (a Ray worker has not imported the user's module) or registered here to another
+        implementation. RegistryError, one line, when there is no such tool."""
         load_workloads()
-        if name not in cls._tools and topic:
-            importlib.import_module(topic.split(":", 1)[0])
+        known = cls._tools.get(name)
+        if topic and (known is None or _path_of_tool(known) != topic):
+            try:
+                return tool_at(topic)
+            except RegistryError:  # not importable as a tool: its module may register `name`
+                if known is None:
+                    try:
+                        importlib.import_module(topic.split(":", 1)[0])
+                    except ImportError:
+                        pass
+                known = cls._tools.get(name)
+        if known is None and is_import_path(name):
+            return tool_at(name)
         return _lookup(cls._tools, "tool", name)
 
     @classmethod
     def topic_of(cls, name: str) -> str:
-        tool_cls = cls.tool_class(name)
-        return f"{tool_cls.__module__}:{tool_cls.__qualname__}"
+        """The import path of the tool `name` (registered, or a path): what any process imports."""
+        return _path_of_tool(cls.tool_class(name))
 
     @classmethod
     def get_tool(cls, name: str, topic: str = "", *, placement: str = "", **config: Any) -> Any:
@@ -195,6 +215,30 @@ def _lookup(table: dict[str, Any], kind: str, name: str) -> Any:
     except KeyError:
         known = ", ".join(sorted(table)) or "none"
         raise RegistryError(f"no {kind} registered as {name!r} (known: {known})") from None
+
+
+def tool_at(path: str) -> type:
+    """The tool at import path `path`: a `@tool` function's class, or a Tool subclass.
+    RegistryError (one line) when the path cannot be imported or names something else."""
+    try:
+        obj = import_object(path)
+    except ImportPathError as e:
+        raise RegistryError(f"no tool registered as {path!r}, and {e}") from None
+    found = getattr(obj, "__chorus_tool__", None)  # set by @tool (actors.runtime.function_tool)
+    if found is None and isinstance(obj, type) and issubclass(obj, Tool):
+        found = obj
+        if not found.name:
+            found.name = obj.__name__
+    if found is None:
+        what = "a function" if callable(obj) else type(obj).__name__
+        raise RegistryError(
+            f"{path} is {what}, not a tool: decorate it with @tool (from actors import tool) or subclass Tool"
+        )
+    return found
+
+
+def _path_of_tool(tool_cls: type) -> str:
+    return getattr(tool_cls, "import_path", "") or f"{tool_cls.__module__}:{tool_cls.__qualname__}"
 
 
 PLUGINS_GROUP = "chorus.plugins"

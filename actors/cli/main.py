@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from actors.cli import serve, views
+from actors.cli import serve, signals, views
 from actors.cli.paths import writable_file
 from actors.runtime.client import DEFAULT_LLM_PARAMS, Client
 from actors.runtime.console import (
@@ -160,6 +160,7 @@ def _parser() -> argparse.ArgumentParser:
     measure.set_defaults(func=lambda args: (measure.print_help(), 2)[1])
     views.add_parsers(sub)
     serve.add_parser(sub)
+    signals.add_parser(sub)  # agent functions that wait for a person
     return p
 
 

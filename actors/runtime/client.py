@@ -115,6 +115,10 @@ class RunHandle:
             watcher.join(timeout=30)  # the process does (Ray must not shut down under it)
         return result
 
+    def signal(self, name: str, payload: Any = None) -> RunHandle:
+        """Send a signal to this run (see `Client.signal`); a handle to follow it on."""
+        return self.client.signal(self.run_id, name, payload)
+
     @property
     def result(self) -> RunResult:
         return self.client.run_result(self.run_id)
@@ -256,6 +260,9 @@ class Client:
         "task", or any registered `RunKind`); `options` are that kind's (for an agent:
         `root`, `tools`, `repo`, `max_iterations`, `llm_params`). Bad input raises
         ValueError before anything is written."""
+        if agent is not None and _is_function_agent(agent):  # @agent function, or "pkg.mod:name"
+            options["function"] = agent
+            agent = "function"
         kind = Registry.run_kind(agent) if agent else Registry.default_run_kind()
         if not goal.strip():
             raise ValueError("the goal is empty")
@@ -337,6 +344,21 @@ class Client:
         kind = Registry.run_kind(state.agent) if state.agent else Registry.default_run_kind()
         return kind.resume(self, run_id, **options)
 
+    def signal(self, run_id: str, name: str, payload: Any = None, *, sent_by: str | None = None) -> RunHandle:
+        """Send signal `name` (a JSON-able `payload`) to a run whose agent function waits for
+        it (`ctx.wait_for(name)`): recorded on the run's log, and the run served again if it
+        waits; returns a handle to follow it. ValueError for a run that has ended or whose
+        kind takes no signals; UnknownRun for an unknown id."""
+        state = self.run_state(run_id)
+        if state.status in ("completed", "failed"):
+            raise ValueError(f"run {run_id} has {state.status}: it takes no more signals")
+        _is_function_agent("")  # the function kind registered, entry point or not
+        kind = Registry.run_kind(state.agent) if state.agent else Registry.default_run_kind()
+        deliver = getattr(kind, "signal", None)
+        if deliver is None:
+            raise ValueError(f"runs of kind {kind.name!r} take no signals (an @agent function's do: ctx.wait_for)")
+        return deliver(self, run_id, name, payload, sent_by=sent_by)
+
     def run(self, goal: str, **kwargs: Any) -> RunResult:
         return self.submit(goal, **kwargs).wait()
 
@@ -404,6 +426,12 @@ class Client:
             logging.getLogger(__name__).debug("stop of %s failed", name, exc_info=True)
         ray.kill(actor, no_restart=True)
 
+
+
+def _is_function_agent(agent: Any) -> bool:
+    from actors.runtime import function_agent  # lazily: it registers the "function" kind
+
+    return function_agent.is_function_agent(agent)
 
 
 def new_run_id() -> str:

@@ -1,0 +1,131 @@
+"""Agent functions' durable context without Ray (actors.runtime.durable, actors.testing):
+every call recorded before it returns, a re-run served from the log in order, a changed
+call a non-determinism error naming both, a wait for a signal suspended and resumed."""
+
+from __future__ import annotations
+
+import pytest
+from pydantic import BaseModel
+
+from actors.runtime.durable import FunctionBehaviour, NonDeterminismError, agent, function_stream
+from actors.runtime.shell import ActorShell
+from actors.testing import ScriptedProvider, assert_replays, run_agent
+
+CHANGED = {"on": False}
+
+
+@agent
+def two_calls(ctx, goal: str) -> str:
+    first = ctx.llm(f"one: {goal}")
+    n = ctx.random()
+    when = ctx.now()
+    second = ctx.llm("two: changed" if CHANGED["on"] else f"two: {first}")
+    return f"{second} {0 <= n < 1} {when.year > 2000}"
+
+
+class Verdict(BaseModel):
+    ok: bool
+    why: str
+
+
+@agent
+def structured(ctx, goal: str) -> str:
+    v = ctx.llm(goal, schema=Verdict)
+    return f"{v.ok}/{v.why}"
+
+
+@agent
+def child(ctx, goal: str) -> str:
+    return ctx.llm(f"child {goal}")
+
+
+@agent
+def parent(ctx, goal: str) -> str:
+    return "parent got " + ctx.agent(child, goal)
+
+
+@agent
+def gated(ctx, goal: str) -> str:
+    draft = ctx.llm(f"draft {goal}")
+    approval = ctx.wait_for("approval")
+    if not approval.get("ok"):
+        return "rejected"
+    return ctx.llm(f"final {draft}")
+
+
+def test_a_run_records_every_call_and_replays_identically():
+    provider = ScriptedProvider(["A", "B"])
+    run = run_agent(two_calls, "g", model=provider)
+    assert run.status == "completed" and run.answer.startswith("B True True")
+    types = [e.type_name for e in run.store.read_stream(function_stream(run.run_id))]
+    assert types == ["FunctionStarted", "LlmRequested", "LlmCompleted", "CallRecorded", "CallRecorded",
+                     "LlmRequested", "LlmCompleted", "FunctionCompleted"]
+    report = assert_replays(run.store, run.run_id)
+    assert report.llm_calls == 2 and provider.calls == 2
+
+
+def test_a_rerun_is_served_from_the_log_in_order_with_no_live_call():
+    provider = ScriptedProvider(["A", "B"])
+    run = run_agent(two_calls, "g", model=provider)
+    before = run.store.read_stream(function_stream(run.run_id))
+    # Cut the log back to the first call and run again: call 1 is served, call 2.. live.
+    from actors.runtime.durable import LiveDurable, run_function
+    from actors.runtime.llm.gateway import LlmGateway
+    from actors.runtime.perform import LiveEffects
+    from events.store import EventStore
+
+    store = EventStore("memory://")
+    store.append(function_stream("x"), [type(e).model_validate({**e.payload(), "command_id": e.command_id, "run_id": "x"}) for e in before[:3]], 0)
+    again = ScriptedProvider(["NEW"])
+    shell = ActorShell(FunctionBehaviour(), function_stream("x"), store, run_id="x").load()
+    outcome = run_function(shell, two_calls, LiveDurable(LiveEffects(LlmGateway(again), None), store, "x"), store.read_stream(function_stream("x")))
+    assert outcome.status == "completed" and outcome.result.startswith("NEW")
+    assert again.calls == 1  # only call 4, the second LLM call; call 1 came from the log
+    assert "one: g" in again.requests[0].messages[0]["content"] or "two: A" in again.requests[0].messages[0]["content"]
+
+
+def test_a_changed_call_is_a_non_determinism_error_naming_both(monkeypatch):
+    run = run_agent(two_calls, "g", model=["A", "B"])
+    CHANGED["on"] = True
+    try:
+        from actors.runtime.replay import replay_run
+
+        report = replay_run(run.store, run.run_id)
+    finally:
+        CHANGED["on"] = False
+    assert not report.ok
+    reason = report.divergence.reason
+    assert "non-determinism at call 4" in reason and "two: A" in reason and "two: changed" in reason
+
+
+def test_the_error_names_position_and_both_calls():
+    e = NonDeterminismError("function:r", 3, "llm(model='m', 'a')", "tool('t', {})")
+    assert str(e) == ("non-determinism at call 3 of function:r: the log recorded llm(model='m', 'a'), "
+                      "the function now calls tool('t', {})")
+
+
+def test_structured_output_and_a_child_agent():
+    run = run_agent(structured, "judge", model=['{"ok": true, "why": "fine"}'])
+    assert run.answer == "True/fine"
+    run = run_agent(parent, "g", model=["C"])
+    assert run.answer == "parent got C"
+    assert_replays(run.store, run.run_id)
+
+
+def test_waiting_for_a_signal_suspends_and_a_signal_resumes():
+    provider = ScriptedProvider(["draft text", "final text"])
+    run = run_agent(gated, "g", model=provider)
+    assert run.status == "waiting" and provider.calls == 1
+    assert_replays(run.store, run.run_id)  # a waiting run replays to its wait
+    done = run.signal("approval", {"ok": True})
+    assert done.status == "completed" and done.answer == "final text"
+    assert provider.calls == 2  # the draft was served from the log
+    assert_replays(run.store, run.run_id)
+
+
+def test_an_unimportable_agent_path_is_one_line():
+    from actors.runtime.import_path import ImportPathError
+
+    with pytest.raises(ImportPathError) as e:
+        run_agent("no_such_pkg.agents:mine", "g")
+    assert "no_such_pkg" in str(e.value) and "\n" not in str(e.value)

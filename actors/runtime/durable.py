@@ -426,9 +426,12 @@ class Context:
             raise ValueError(f"the model's reply is not a JSON object: {done.content[:200]!r}")
         return schema.model_validate(parsed)
 
-    def tool(self, name: str, **args: Any) -> str:
-        """Call a registered tool (by name, or a `@tool` function's import path); its output
-        text. A failed call raises ToolError with the recorded output."""
+    def tool(self, name: Any, **args: Any) -> str:
+        """Call a tool: a registered name, an import path, or the `@tool` function itself
+        (recorded as its path); its output text. A failed call raises ToolError with the
+        recorded output."""
+        if callable(name):
+            name = path_of(name)
         events = self._call(
             ("tool", canonical_json([name, args])), f"tool({name!r}, {_args(args)})",
             lambda i: self._effects.tool(name, args, i),

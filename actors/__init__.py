@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from actors.runtime.client import Client, RunHandle, RunResult
+    from actors.runtime.durable import Context, agent
     from actors.runtime.function_tool import Workspace, tool
 
 
@@ -20,7 +21,11 @@ def __getattr__(name: str) -> Any:
         from actors.runtime import function_tool
 
         return getattr(function_tool, name)
+    if name in ("agent", "Context"):  # agents as plain functions (actors.runtime.durable)
+        from actors.runtime import durable
+
+        return getattr(durable, name)
     raise AttributeError(name)
 
 
-__all__ = ["Client", "RunHandle", "RunResult", "Workspace", "tool"]
+__all__ = ["Client", "Context", "RunHandle", "RunResult", "Workspace", "agent", "tool"]

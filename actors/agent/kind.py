@@ -53,6 +53,7 @@ class AgentRunKind(RunKind):
     # Over HTTP the folder the agent reads lies inside one the server allows (a fresh
     # folder per run when left out; never the server's working directory).
     path_options: ClassVar[dict[str, str]] = {"root": "workspace"}
+    import_options: ClassVar[frozenset[str]] = frozenset({"tools", "add_tools"})
 
     def agent_class(self) -> Any:
         return Registry.agent_class(self.name)

@@ -10,7 +10,9 @@ sandbox, such as the relay's `resubmit`). Over HTTP, for every scope:
 - a server option in a request is refused; the server's configuration supplies it
   (`CHORUS_API_SERVER_OPTIONS`, JSON `{"kind": {"option": value}}`);
 - an admin option (a command the run executes inside the sandbox, such as the relay's
-  probes) is taken from an admin token only: operate never chooses a command;
+  probes) is taken from an admin token only: operate never chooses a command; likewise an
+  import option (a run's tools) names code by import path only for an admin: below, it
+  takes registered names;
 - a place option is taken only inside the folders the configuration allows for its place
   (`CHORUS_API_PACK_DIRS`, `CHORUS_API_WORKSPACE_DIRS`; os.pathsep-separated) or a bundled
   one: a bare name or a relative path is looked up in them, an absolute path must resolve
@@ -30,6 +32,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from actors.runtime.import_path import is_import_path
+from actors.runtime.registry import Registry
 from actors.runtime.settings import Settings
 
 PACK_DIRS_ENV = "CHORUS_API_PACK_DIRS"
@@ -117,6 +121,8 @@ def check_submission(
             f"option {', '.join(refused)} of a {kind.name} run is set by the server's configuration "
             f"({SERVER_OPTIONS_ENV}), never by a request"
         )
+    if not admin:
+        _refuse_import_paths(kind, params)
     commands = sorted(set(params) & set(kind.admin_options))
     if commands and not admin:
         raise PlaceRefused(
@@ -148,6 +154,20 @@ def check_submission(
             options[option] = str(folder)
     options.update(config.server_options.get(kind.name, {}))
     return goal, options, made
+
+
+def _refuse_import_paths(kind: Any, params: dict[str, Any]) -> None:
+    """Below admin, an import option takes registered names only: naming `pkg.mod:name`
+    would make the server import (run the top level of) a module of the request's choosing."""
+    registered = set(Registry.names()["tools"])
+    for option in sorted(set(params) & set(kind.import_options)):
+        values = params[option]
+        for value in values if isinstance(values, list | tuple) else [values]:
+            if isinstance(value, str) and value not in registered and is_import_path(value):
+                raise PlaceRefused(
+                    f"option {option} of a {kind.name} run names code by import path ({_clip(value)!r}): "
+                    f"only an admin token may; use a registered name"
+                )
 
 
 def remove_empty(folders: list[Path]) -> None:

@@ -68,6 +68,10 @@ class RunKind:
     # such as the relay's domain probes: over HTTP only an admin token may send them (operate
     # never chooses a command); the server's configuration may set them too.
     admin_options: ClassVar[frozenset[str]] = frozenset()
+    # Options whose values may name code by import path (`pkg.mod:name`, a tool of one's
+    # own): importing runs the module's top level, so over HTTP only an admin may name a
+    # path; below admin they take registered names only.
+    import_options: ClassVar[frozenset[str]] = frozenset()
 
     # -- running ---------------------------------------------------------------------------------
 

@@ -182,6 +182,19 @@ def test_a_sandboxed_command_is_an_admin_field_only(chorus):
     assert "only an admin" not in r.text and "roadmap" in one_line(r, 400)
 
 
+@pytest.mark.parametrize("option", ["tools", "add_tools"])
+def test_code_by_import_path_is_an_admin_field_only(chorus, option):
+    """A tool named by import path makes the server import that module: below admin, only
+    registered names (and nothing is written when refused)."""
+    _, http, client = chorus
+    before = client.store.max_position()
+    body = {"agent": "react", "goal": "g", "params": {option: ["antigravity:fly"]}}
+    assert "only an admin token may" in one_line(http.post("/v1/runs", json=body, headers=AS["operate"]), 400)
+    assert client.store.max_position() == before
+    registered = {"agent": "react", "goal": "g", "params": {option: ["read_file"]}}
+    assert "import path" not in http.post("/v1/runs", json=registered, headers=AS["operate"]).text
+
+
 def test_a_workspace_outside_the_allowed_folders_is_refused(chorus, tmp_path):
     _, http, client = chorus
     before = client.store.max_position()

@@ -24,6 +24,24 @@ def add_parser(sub: Any) -> None:
     sig.add_argument("payload", nargs="?", default="null", help="its payload, as JSON (default: null)")
     sig.add_argument("--quiet", "-q", action="store_true", help="print only the answer")
     sig.set_defaults(func=cmd_signal)
+    run = sub.choices.get("run")  # the default kind's verb: `--agent` runs a function instead
+    if run is not None:
+        run.add_argument(
+            "--agent", metavar="PKG.MOD:FUNCTION",
+            help="run an agent function (@agent) by its import path instead of the ReAct agent",
+        )  # fmt: skip
+        react = run.get_default("func")
+        run.set_defaults(func=lambda args: cmd_run_function(args) if args.agent else react(args))
+
+
+def cmd_run_function(args: argparse.Namespace) -> int:
+    from events.runs import Budget
+
+    budget = Budget(max_llm_calls=args.max_llm_calls, max_tokens=args.max_tokens, max_wall_seconds=args.max_seconds)
+    with Client() as client:
+        handle = client.submit(args.goal, agent=args.agent, root=args.root, budget=budget)
+        print(f"run {handle.run_id}", flush=True)
+        return follow_function(handle, args.quiet)
 
 
 def cmd_signal(args: argparse.Namespace) -> int:

@@ -159,6 +159,8 @@ class FunctionRun(RunKind):
     lead_label = "agent functions"
     tallies: ClassVar[dict[str, str]] = {"LlmCompleted": "LLM calls", "ToolReturned": "tool calls", "SignalConsumed": "signals"}
     error_types = frozenset({"FunctionFailed"})
+    # The function is code named by import path: over HTTP only an admin may name one.
+    import_options: ClassVar[frozenset[str]] = frozenset({"function"})
 
     # -- running ---------------------------------------------------------------------------------
 
@@ -181,7 +183,10 @@ class FunctionRun(RunKind):
             path = agent_path(function)
         except ValueError as e:
             raise ValueError(str(e)) from None
-        load_agent(path)  # ImportPathError (one line) before anything is written
+        try:
+            load_agent(path)  # before anything is written
+        except ImportPathError as e:
+            raise ValueError(str(e)) from None  # one line naming the path and what to install
         settings = client.ensure_llm()
         client.ensure_ray()
         params = dict(DEFAULT_PARAMS if llm_params is None else llm_params)

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from actors.runtime.client import Client, RunHandle, RunResult
-    from actors.runtime.durable import Context, agent
+    from actors.runtime.durable import Context
     from actors.runtime.function_tool import Workspace, tool
 
 
@@ -21,11 +21,13 @@ def __getattr__(name: str) -> Any:
         from actors.runtime import function_tool
 
         return getattr(function_tool, name)
-    if name in ("agent", "Context"):  # agents as plain functions (actors.runtime.durable)
+    # Agents as plain functions: `from actors.sdk import agent` (`actors.agent` is the ReAct
+    # agent's package, which shadows any `agent` attribute here once imported).
+    if name == "Context":
         from actors.runtime import durable
 
         return getattr(durable, name)
     raise AttributeError(name)
 
 
-__all__ = ["Client", "Context", "RunHandle", "RunResult", "Workspace", "agent", "tool"]
+__all__ = ["Client", "Context", "RunHandle", "RunResult", "Workspace", "tool"]

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import actors.runtime.function_agent  # noqa: F401  (registers the "function" run kind)
+from actors.runtime.budget import run_usage
 from actors.runtime.durable import (
     DEFAULT_PARAMS,
     FunctionBehaviour,
@@ -118,7 +119,8 @@ def _serve(store: EventStore, run_id: str, provider: Any, tools: dict[str, Any])
     effects = LiveDurable(LiveEffects(LlmGateway(provider), invoke), store, run_id)
     outcome = run_function(shell, load_agent(shell.state.agent), effects, store.read_stream(shell.stream_id))
     if outcome.status == "completed":
-        lifecycle.handle(Complete(key="finish", result=outcome.result or ""))
+        used = run_usage(store, run_id, [shell.stream_id])
+        lifecycle.handle(Complete(key="finish", result=outcome.result or "", llm_calls=used.calls, tokens=used.tokens))
     elif outcome.status == "failed":
         lifecycle.handle(Fail(key="finish", error=outcome.error))
     status = "waiting" if outcome.status == "waiting" else lifecycle.state.status

@@ -1,6 +1,6 @@
 """An agent that waits for a person: it drafts, suspends until `chorus signal RUN approval
 '{"ok": true}'` (or `run.signal("approval", {...})`), then publishes or revises."""
-from actors import Client, agent
+from actors.sdk import Client, agent
 
 
 @agent

@@ -1,5 +1,5 @@
 """Summarise, then critique: two agents and a tool, durable, replayable and forkable."""
-from actors import Client, agent, tool
+from actors.sdk import Client, agent, tool
 
 
 @tool

@@ -1,6 +1,6 @@
 """Agents as plain Python functions over a context (Temporal's workflow model).
 
-    from actors import agent
+    from actors.sdk import agent
 
     @agent
     def summarise(ctx, goal: str) -> str:

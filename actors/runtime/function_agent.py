@@ -322,7 +322,10 @@ def replay_function_stream(stream: str, original: list[Event], run_id: str) -> t
             shell.record(events, key, causation_id=events[0].causation_id)
 
     def execute(shell: ActorShell[Any], effects: Any) -> None:
-        fn = load_agent(shell.state.agent)
+        try:
+            fn = load_agent(shell.state.agent)
+        except ImportPathError as e:
+            raise ValueError(str(e)) from None  # one line naming the path and what to install
         run_function(shell, fn, ReplayDurable(original, effects, stream), shell.store.read_stream(stream))
 
     return replay_stream(FunctionBehaviour(), stream, original, run_id, begin=begin, execute=execute, expected=(NonDeterminismError,))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from actors import agent
+from actors.sdk import agent
 
 
 def slow_reply(log: str, request) -> str:

@@ -211,7 +211,9 @@ class FunctionRun(RunKind):
             raise ValueError(f"run {run_id}'s agent function never started: there is nothing to resume (submit it again)")
         first: Any = events[0]
         start = StartFunction(key="start", agent=first.agent, goal=first.goal, model=first.model, params=first.params)
-        return self._spawn(client, run_id, client.ensure_llm(), start)
+        settings = client.ensure_llm()
+        client.ensure_ray()
+        return self._spawn(client, run_id, settings, start)
 
     def signal(self, client: Client, run_id: str, name: str, payload: Any = None, sent_by: str | None = None) -> RunHandle:
         """Record the signal, then serve the run again if its function waits (it takes the

@@ -129,3 +129,29 @@ def test_an_unimportable_agent_path_is_one_line():
     with pytest.raises(ImportPathError) as e:
         run_agent("no_such_pkg.agents:mine", "g")
     assert "no_such_pkg" in str(e.value) and "\n" not in str(e.value)
+
+
+@agent
+def patient(ctx, goal: str) -> str:
+    ctx.sleep(0.01)
+    got = ctx.wait_for("nudge", timeout=0.2)
+    return f"got {got}"
+
+
+def test_sleep_and_a_wait_with_a_timeout_are_recorded_and_replay():
+    run = run_agent(patient, "g")
+    assert run.status == "completed" and run.answer == "got None"
+    consumed = [e for e in run.store.read_stream(function_stream(run.run_id)) if e.type_name == "SignalConsumed"]
+    assert consumed[0].timed_out
+    assert_replays(run.store, run.run_id)
+
+
+def test_a_signal_sent_before_the_wait_is_taken_at_it():
+    from events.durable import SignalSent
+    from actors.runtime.durable import signal_stream
+    from events.store import EventStore
+
+    store = EventStore("memory://")
+    store.append(signal_stream("early"), [SignalSent(name="approval", data={"ok": True}).stamp(run_id="early")], 0)
+    run = run_agent(gated, "g", model=["d", "f"], store=store, run_id="early")
+    assert run.status == "completed" and run.answer == "f"

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import actors.runtime.function_agent  # noqa: F401  (registers the "function" run kind)
-from actors.runtime.budget import run_usage
+from actors.runtime.budget import open_ledger, run_usage
 from actors.runtime.durable import (
     DEFAULT_PARAMS,
     FunctionBehaviour,
@@ -116,7 +116,8 @@ def _serve(store: EventStore, run_id: str, provider: Any, tools: dict[str, Any])
             tools[name] = Registry.tool_class(name)(root=shell.state.params.get("root", "."))
         return tools[name].execute(**args)
 
-    effects = LiveDurable(LiveEffects(LlmGateway(provider), invoke), store, run_id)
+    ledger = open_ledger(store, run_id, streams=[shell.stream_id])  # the run's budget, in this process
+    effects = LiveDurable(LiveEffects(LlmGateway(provider), invoke, ledger), store, run_id)
     outcome = run_function(shell, load_agent(shell.state.agent), effects, store.read_stream(shell.stream_id))
     if outcome.status == "completed":
         used = run_usage(store, run_id, [shell.stream_id])

@@ -155,3 +155,13 @@ def test_a_signal_sent_before_the_wait_is_taken_at_it():
     store.append(signal_stream("early"), [SignalSent(name="approval", data={"ok": True}).stamp(run_id="early")], 0)
     run = run_agent(gated, "g", model=["d", "f"], store=store, run_id="early")
     assert run.status == "completed" and run.answer == "f"
+
+
+def test_the_budget_refuses_a_call_and_the_run_fails_and_replays():
+    from events.runs import Budget
+
+    provider = ScriptedProvider(["A", "B"])
+    run = run_agent(two_calls, "g", model=provider, budget=Budget(max_llm_calls=1))
+    assert run.status == "failed" and run.error.type == "budget_exhausted"
+    assert provider.calls == 1
+    assert_replays(run.store, run.run_id)

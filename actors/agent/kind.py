@@ -9,8 +9,6 @@ lead stream's prefix into a new run and continues live from there.
 from __future__ import annotations
 
 import argparse
-import os
-import sys
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -328,10 +326,6 @@ def cmd_run(args: argparse.Namespace) -> int:
     budget = Budget(
         max_llm_calls=args.max_llm_calls, max_tokens=args.max_tokens, max_wall_seconds=args.max_seconds
     )
-    if (args.tools or args.tool) and os.getcwd() not in sys.path:
-        # `chorus run --tools mymodule:f` finds mymodule in the working folder, as `python -m`
-        # would; a local Ray's workers get the driver's working folder on their path too.
-        sys.path.insert(0, os.getcwd())
     with Client() as client:
         handle = client.submit(
             args.goal,

@@ -57,6 +57,11 @@ PATH_ERRORS = (NotADirectoryError, IsADirectoryError, PermissionError)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    if os.getcwd() not in sys.path:
+        # A tool or agent of one's own named by import path (`--tools mymodule:f`, a run's
+        # recorded agent on replay or fork) is found in the working folder, as `python -m`
+        # finds it; a local Ray's workers get the driver's working folder on their path too.
+        sys.path.insert(0, os.getcwd())
     parser = _parser()
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):

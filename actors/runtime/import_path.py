@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import importlib
 import re
+import sys
+from pathlib import Path
 from typing import Any
 
 IMPORT_PATH = re.compile(r"^[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*(:[A-Za-z_][\w]*(\.[A-Za-z_][\w]*)*)?$")
@@ -47,11 +49,27 @@ def import_object(path: str) -> Any:
 
 
 def path_of(obj: Any) -> str:
-    """The import path of a module-level function or class: `module:qualname`. ValueError for
-    one defined inside a function or in `__main__` (a Ray worker could not import it)."""
+    """The import path of a module-level function or class: `module:qualname` (for one in a
+    script run as `__main__`, the name its script is importable by). ValueError for one
+    defined inside a function or in an interactive session (a Ray worker could not import it)."""
     module, qualname = getattr(obj, "__module__", None), getattr(obj, "__qualname__", None)
     if not module or not qualname or "<locals>" in qualname:
         raise ValueError(f"{obj!r} is not defined at a module's top level: a Ray worker could not import it")
     if module == "__main__":
-        raise ValueError(f"{qualname} is defined in __main__: put it in a module so a Ray worker can import it")
+        module = _main_module_name()
     return f"{module}:{qualname}"
+
+
+def _main_module_name() -> str:
+    """The name `__main__` is importable by elsewhere: its own under `python -m pkg.mod`;
+    for `python path/to/script.py`, the script's file name (its folder is sys.path[0] here,
+    and Ray puts the driver script's folder on its workers' path too). The script must then
+    keep its driver code under `if __name__ == "__main__":`, as an importer runs the rest."""
+    main = sys.modules.get("__main__")
+    spec = getattr(main, "__spec__", None)
+    if spec is not None and spec.name and spec.name != "__main__":
+        return spec.name
+    file = getattr(main, "__file__", None)
+    if file and file.endswith(".py") and sys.path and Path(sys.path[0] or ".").resolve() == Path(file).resolve().parent:
+        return Path(file).stem
+    raise ValueError("defined in an interactive session: put it in a module so a Ray worker can import it")

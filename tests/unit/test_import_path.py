@@ -26,7 +26,7 @@ def test_a_missing_module_or_name_says_which():
         import_object("actors.runtime.import_path:nope")
 
 
-def test_a_local_function_has_no_path():
+def test_a_local_function_has_no_path():  # noqa: D103
     def inner():
         pass
 
@@ -36,3 +36,24 @@ def test_a_local_function_has_no_path():
 
 def test_only_module_colon_name_reads_as_a_path():
     assert is_import_path("pkg.mod:fn") and not is_import_path("read_file") and not is_import_path("system:run script")
+
+
+def test_a_script_run_as_main_names_itself_by_its_file(tmp_path):
+    """`python path/to/script.py` defines its agent in __main__: its path is the script's
+    module name, importable from the script's folder (as Ray's workers have it)."""
+    import subprocess
+    import sys
+
+    script = tmp_path / "myscript.py"
+    script.write_text(
+        "from actors.runtime.import_path import import_object, path_of\n"
+        "def fn():\n    return 42\n"
+        "if __name__ == '__main__':\n"
+        "    p = path_of(fn)\n    print(p, import_object(p)())\n"
+    )
+    done = subprocess.run([sys.executable, str(script)], capture_output=True, text=True, timeout=60)
+    assert done.stdout.split() == ["myscript:fn", "42"], done.stderr
+    as_module = subprocess.run(
+        [sys.executable, "-m", "myscript"], cwd=tmp_path, capture_output=True, text=True, timeout=60
+    )
+    assert as_module.stdout.split() == ["myscript:fn", "42"], as_module.stderr

@@ -60,7 +60,7 @@ class AgentActor:
         )
         state = self.shell.state
         try:
-            invoke = ray_invoker(_LazyTools(self), timeout_s=self.settings.llm_timeout_s)
+            invoke = ray_invoker(self.tool_handle, timeout_s=self.settings.llm_timeout_s)
             state = drive(self.shell, LiveEffects(self.gateway, invoke, self.ledger))
         except Exception as e:
             error = ErrorInfo(type="runtime_error", reason=type(e).__name__, message=str(e)[:500])
@@ -140,13 +140,3 @@ class AgentActor:
             )
         self._tools[name] = Registry.get_tool(spec.name, spec.topic, placement=self.settings.placement, **config)
         return self._tools[name]
-
-
-class _LazyTools:
-    """A mapping of tool name to Ray actor that creates each actor when first asked."""
-
-    def __init__(self, actor: AgentActor) -> None:
-        self.actor = actor
-
-    def __getitem__(self, name: str) -> Any:
-        return self.actor.tool_handle(name)

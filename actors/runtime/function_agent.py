@@ -89,7 +89,7 @@ class FunctionActor:
                 error = ErrorInfo(type="config_error", reason="ImportPathError", message=str(e))
                 self.run.handle(Fail(key="finish", error=error), causation_id=self.shell.last_event_id)
                 return self._summary("failed", error=error.model_dump())
-            invoke = ray_invoker(_LazyTools(self), timeout_s=self.settings.llm_timeout_s)
+            invoke = ray_invoker(self.tool_handle, timeout_s=self.settings.llm_timeout_s)
             effects = LiveDurable(LiveEffects(self.gateway, invoke, self.ledger), self.store, self.run_id)
             while True:
                 outcome = run_function(self.shell, fn, effects, self.store.read_stream(self.shell.stream_id))
@@ -138,14 +138,6 @@ class FunctionActor:
             root = self.shell.state.params.get("root", ".")
             self._tools[name] = Registry.get_tool(name, placement=self.settings.placement, root=root)
         return self._tools[name]
-
-
-class _LazyTools:
-    def __init__(self, actor: FunctionActor) -> None:
-        self.actor = actor
-
-    def __getitem__(self, name: str) -> Any:
-        return self.actor.tool_handle(name)
 
 
 @Registry.register_run_kind

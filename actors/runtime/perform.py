@@ -101,12 +101,13 @@ def local_invoker(tools: Mapping[str, Any]) -> ToolInvoker:
     return lambda name, args: tools[name].execute(**args)
 
 
-def ray_invoker(handles: Mapping[str, Any], timeout_s: float = 120.0) -> ToolInvoker:
-    """Tools as Ray actors created through the Registry."""
+def ray_invoker(handle: Callable[[str], Any], timeout_s: float = 120.0) -> ToolInvoker:
+    """Tools as Ray actors: `handle(name)` gives the tool's actor (an actor shell creates
+    each through the Registry when first asked)."""
     import ray  # lazily: replay and in-process tools never load Ray
 
     def invoke(name: str, args: dict[str, Any]) -> str:
-        return ray.get(handles[name].execute.remote(**args), timeout=timeout_s)
+        return ray.get(handle(name).execute.remote(**args), timeout=timeout_s)
 
     return invoke
 

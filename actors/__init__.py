@@ -3,7 +3,13 @@ and one subpackage per workload."""
 
 from __future__ import annotations
 
+from importlib.metadata import PackageNotFoundError, version
 from typing import TYPE_CHECKING, Any
+
+try:
+    __version__ = version("chorus")
+except PackageNotFoundError:  # run from a source tree that was never installed
+    __version__ = "0+unknown"
 
 if TYPE_CHECKING:
     from actors.runtime.client import Client, RunHandle, RunResult
@@ -30,4 +36,4 @@ def __getattr__(name: str) -> Any:
     raise AttributeError(name)
 
 
-__all__ = ["Client", "Context", "RunHandle", "RunResult", "Workspace", "tool"]
+__all__ = ["Client", "Context", "RunHandle", "RunResult", "Workspace", "__version__", "tool"]

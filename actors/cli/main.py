@@ -23,6 +23,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
+import actors
 from actors.cli import serve, signals, views
 from actors.cli.paths import writable_file
 from actors.runtime.client import DEFAULT_LLM_PARAMS, Client
@@ -93,6 +94,7 @@ class OneLineParser(argparse.ArgumentParser):
 
 def _parser() -> argparse.ArgumentParser:
     p = OneLineParser(prog="chorus", description="Chorus: event-sourced LLM agents on Ray.")
+    p.add_argument("--version", action="version", version=f"chorus {actors.__version__}")
     sub = p.add_subparsers(metavar="COMMAND")
     kinds = sorted(Registry.run_kinds(), key=lambda k: (not k.default, k.name))
     for kind in kinds[:1]:

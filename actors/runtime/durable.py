@@ -411,7 +411,7 @@ class Context:
             params={**base_params, **params},
             response_schema=schema.model_json_schema() if schema is not None else None,
         )
-        events = self._call(("llm", request.hash()), describe_request(request), lambda i: self._effects.llm(request, i))
+        events = self._call(("llm", request.hash()), lambda: describe_request(request), lambda i: self._effects.llm(request, i))
         done: Any = events[-1]
         if isinstance(done, LlmFailed):
             if done.error.reason in LlmError.REASONS:
@@ -433,7 +433,7 @@ class Context:
         if callable(name):
             name = path_of(name)
         events = self._call(
-            ("tool", canonical_json([name, args])), f"tool({name!r}, {_args(args)})",
+            ("tool", canonical_json([name, args])), lambda: f"tool({name!r}, {_args(args)})",
             lambda i: self._effects.tool(name, args, i),
         )  # fmt: skip
         returned: Any = events[-1]
@@ -466,7 +466,7 @@ class Context:
         nth = self._waits.get(signal, 0)
         self._waits[signal] = nth + 1
         events = self._call(
-            ("wait_for", canonical_json(signal)), f"wait_for({signal!r})",
+            ("wait_for", canonical_json(signal)), lambda: f"wait_for({signal!r})",
             lambda i: [SignalAwaited(call_index=i, name=signal, timeout_s=timeout)],
         )  # fmt: skip
         index = events[0].call_index  # type: ignore[attr-defined]
@@ -505,16 +505,20 @@ class Context:
         def perform(i: int) -> list[Event]:
             return [CallRecorded(call_index=i, call=call, args=args, value=self._effects.value(call, args, i))]
 
-        events = self._call((call, canonical_json(args)), f"{call}({_args(args)})", perform)
+        events = self._call((call, canonical_json(args)), lambda: f"{call}({_args(args)})", perform)
         return events[0].value  # type: ignore[attr-defined]
 
-    def _call(self, fingerprint: tuple[str, str], described: str, perform: Callable[[int], list[Event]]) -> list[Event]:
+    def _call(
+        self, fingerprint: tuple[str, str], described: Callable[[], str], perform: Callable[[int], list[Event]]
+    ) -> list[Event]:
+        """The call's events: from the log when it holds this index (checked against
+        `fingerprint`), else performed and appended. `described` is made only for an error."""
         self._index += 1
         index = self._index
         recorded = self._log.get(index)
         expected = recorded[0] if recorded else self._effects.recorded_at(index)  # a replay's recording
         if expected is not None and _fingerprint(expected) != fingerprint:
-            self.broken = NonDeterminismError(self._shell.stream_id, index, describe_recorded(expected), described)
+            self.broken = NonDeterminismError(self._shell.stream_id, index, describe_recorded(expected), described())
             raise self.broken
         if recorded:
             return recorded

@@ -68,7 +68,7 @@ def operations(app) -> list[tuple[str, str]]:
 
 def fill(path: str, w: dict[str, Any]) -> str:
     run = w["fork"] if path in LAST else w["sid"]
-    values = {"run_id": run, "session_id": w["sid"], "ref": "Thomas", "synth": "Thomas", "escalation_id": "no-such-escalation"}
+    values = {"run_id": run, "session_id": w["sid"], "ref": "Thomas", "synth": "Thomas", "escalation_id": "no-such-escalation", "name": "approval"}
     out = re.sub(r"\{(\w+)\}", lambda m: values.get(m.group(1), m.group(0)), path)
     assert "{" not in out, f"the walk does not know how to fill {path}: teach it (a new route must be walked)"
     return out
@@ -100,6 +100,7 @@ BODIES = {
     "/v1/sessions/{session_id}/restore": {"cycle": 1},
     "/v1/sessions/{session_id}/stimuli": {"text": "A gull cries."},
     "/v1/sessions/{session_id}/patches": {"operations": [{"op": "move_entity", "entity": "Wrench", "to": "Lantern Room"}]},
+    "/v1/runs/{run_id}/signals/{name}": {"payload": {"ok": True}},
 }
 LAST = {"/v1/runs/{run_id}/cancel"}  # it ends a run: the fork's, after every other route
 

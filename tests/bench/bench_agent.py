@@ -1,4 +1,4 @@
-"""The agent on the local model, against a bare loop, on ../shared/eval/agent_eventsourcing.json.
+"""The agent on the local model, against a bare loop, on tests/bench/eval/agent_eventsourcing.json.
 
 For each question, in the same run and against the same llama.cpp server:
 - chorus: `Client().submit(q, root=<eventsourcing package>)` — Ray actors, events in SQLite,
@@ -31,7 +31,7 @@ from actors.agent.parsing import parse_step  # noqa: E402
 from actors.agent.prompt import HistoryItem, StepProblem, build_messages, step_schema  # noqa: E402
 from actors.tools.files import ReadFile, SearchFiles  # noqa: E402
 
-EVAL = ROOT.parent / "shared" / "eval" / "agent_eventsourcing.json"
+EVAL = ROOT / "tests" / "bench" / "eval" / "agent_eventsourcing.json"
 PARAMS = {"temperature": 0.0, "max_tokens": 512}
 
 

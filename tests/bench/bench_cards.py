@@ -16,7 +16,7 @@ Prints MRR per set and the mean over all sets but the first (the development set
 to build and embed each package's cards goes to stderr.
 
     CHORUS_RAY_ADDRESS=local .venv/bin/python -m tests.bench.bench_cards \\
-        ../shared/eval/codeqa_eventsourcing.json:.venv/lib/python3.11/site-packages/eventsourcing \\
+        tests/bench/eval/codeqa_eventsourcing.json:.venv/lib/python3.11/site-packages/eventsourcing \\
         tests/bench/eval/retrieval_h11.json:.venv/lib/python3.11/site-packages/h11 ...
 """
 

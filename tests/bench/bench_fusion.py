@@ -14,7 +14,7 @@ its best chunk. Prints MRR per set and the mean over all sets but the first (the
 set).
 
     CHORUS_RAY_ADDRESS=local .venv/bin/python -m tests.bench.bench_fusion \\
-        ../shared/eval/codeqa_eventsourcing.json:.venv/lib/python3.11/site-packages/eventsourcing \\
+        tests/bench/eval/codeqa_eventsourcing.json:.venv/lib/python3.11/site-packages/eventsourcing \\
         tests/bench/eval/retrieval_h11.json:.venv/lib/python3.11/site-packages/h11 ...
 
 `--save FILE` keeps what was read from the indexes (gold, and both sides' chunks and scores)

@@ -3,7 +3,7 @@ code-question orchestrator, and a bare loop, on the easy and the harder developm
 
 Sets (a question counts as right when every `expect` string is in the answer, case-insensitive;
 an answer starting with "Not found" counts as not found; anything else is wrong-but-confident):
-- easy:  ../shared/eval/agent_eventsourcing.json ("which file / class / method ...")
+- easy:  tests/bench/eval/agent_eventsourcing.json ("which file / class / method ...")
 - hard:  tests/bench/eval/agent_eventsourcing_hard.json (values read from code, two-hop
          relations, message texts; answers checked by hand, see each question's "where")
 - h11:   tests/bench/eval/agent_h11_heldout.json (the same kinds over the h11 package, held
@@ -40,7 +40,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 SETS = {  # name -> (questions, the installed package they are about)
-    "easy": (ROOT.parent / "shared" / "eval" / "agent_eventsourcing.json", "eventsourcing"),
+    "easy": (ROOT / "tests" / "bench" / "eval" / "agent_eventsourcing.json", "eventsourcing"),
     "hard": (ROOT / "tests" / "bench" / "eval" / "agent_eventsourcing_hard.json", "eventsourcing"),
     "h11": (ROOT / "tests" / "bench" / "eval" / "agent_h11_heldout.json", "h11"),  # rule revision 2 came from it
     "uvicorn": (ROOT / "tests" / "bench" / "eval" / "agent_uvicorn_heldout.json", "uvicorn"),  # rule revision 3 came from it

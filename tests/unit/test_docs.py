@@ -15,7 +15,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 README_MAX = 12_000
-BENCHMARKS_MAX = 25_000
+BENCHMARKS_MAX = 20_000
 
 
 def _mkdocs() -> list[str] | None:

@@ -1,10 +1,12 @@
 """`chorus audit`: the audit trail from the command line.
 
     chorus audit events [--run R] [--stream S] [--type T ...] [--since T] [--until T] [--limit N] [--json]
-    chorus audit export FILE [--run R]             # seed 002's append-only audit log, JSONL
-    chorus audit llm-calls [--run R] [--stream S] [--out FILE]   # the LLM call log (llm_calls.jsonl)
-    chorus audit usage [--run R] [--by run|actor]  # tokens and cost
-    chorus audit verify [--run R]                  # every recorded request against its stored hash
+    chorus audit export --out FILE [--run R]       # seed 002's append-only audit log, JSONL
+    chorus audit llm-calls [--run R] [--stream S] [--out FILE] [--json]   # the LLM call log (llm_calls.jsonl)
+    chorus audit usage [--run R] [--by run|actor] [--json]  # tokens and cost
+    chorus audit verify [--run R] [--json]         # every recorded request against its stored hash
+
+`--json` prints one object per line; an event is the one event shape (docs/reference.md).
 
 Each catches the audit view up first. Bad input (a run the trail does not know, a time
 that is not ISO-8601, a folder that does not exist) is one line and exit 2.
@@ -19,6 +21,13 @@ from pathlib import Path
 from typing import Any
 
 from actors.cli.paths import writable_file
+from actors.runtime.cli_dialect import (
+    add_json,
+    add_out,
+    event_record,
+    json_default,
+    print_json,
+)
 from actors.runtime.console import open_store
 from actors.runtime.llm.types import LlmRequest
 from projections.audit_query import AuditEvent, AuditTrail, LlmCall, Usage
@@ -35,38 +44,42 @@ def add_parsers(subparsers: argparse._SubParsersAction, store_option: Any) -> No
     events.add_argument("--since", type=_when, metavar="TIME", help="ISO-8601, inclusive (naive = UTC)")
     events.add_argument("--until", type=_when, metavar="TIME", help="ISO-8601, exclusive")
     events.add_argument("--after", type=int, default=0, metavar="POSITION", help="only after this log position")
-    events.add_argument("--limit", type=int, metavar="N")
-    events.add_argument("--json", action="store_true", help="one JSON object per line")
+    events.add_argument("--limit", type=int, metavar="N", help="at most N events")
+    add_json(events, "one event per line (the event shape of docs/reference.md)")
     store_option(events)
     events.set_defaults(func=cmd_events)
 
     export = sub.add_parser("export", help="write the trail (or one run's) as JSON lines, atomically")
-    export.add_argument("out", type=Path, metavar="FILE")
-    export.add_argument("--run", metavar="RUN_ID")
+    add_out(export, "the JSON-lines file to write (its folder must exist)")
+    export.add_argument("out_file", type=Path, nargs="?", help=argparse.SUPPRESS)  # the old positional FILE
+    export.add_argument("--run", metavar="RUN", help="only this run's events")
     store_option(export)
     export.set_defaults(func=cmd_export)
 
     calls = sub.add_parser("llm-calls", help="every LLM call: prompt, model, seed, response, tokens, latency")
     _filters(calls)
-    calls.add_argument("--out", type=Path, metavar="FILE", help="write llm_calls.jsonl to FILE instead")
+    add_out(calls, "write llm_calls.jsonl to FILE instead")
+    add_json(calls, "one call per line")
     store_option(calls)
     calls.set_defaults(func=cmd_llm_calls)
 
     usage = sub.add_parser("usage", help="token and cost totals per run or per actor")
-    usage.add_argument("--run", metavar="RUN_ID")
-    usage.add_argument("--by", choices=("run", "actor"), default="run")
+    usage.add_argument("--run", metavar="RUN", help="only this run")
+    usage.add_argument("--by", choices=("run", "actor"), default="run", help="one row per run or per actor (default run)")
+    add_json(usage, "one row per line")
     store_option(usage)
     usage.set_defaults(func=cmd_usage)
 
     verify = sub.add_parser("verify", help="check every recorded LLM request's text against its stored hash")
-    verify.add_argument("--run", metavar="RUN_ID")
+    verify.add_argument("--run", metavar="RUN", help="only this run's requests")
+    add_json(verify, "the count and each edited request as one object")
     store_option(verify)
     verify.set_defaults(func=cmd_verify)
 
 
 def _filters(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--run", metavar="RUN_ID")
-    p.add_argument("--stream", metavar="STREAM_ID", help="one actor's stream, e.g. agent:RUN_ID")
+    p.add_argument("--run", metavar="RUN", help="only this run")
+    p.add_argument("--stream", metavar="STREAM", help="only one actor's stream, e.g. agent:RUN")
 
 
 def _when(text: str) -> datetime:
@@ -93,6 +106,11 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    if args.out is not None and args.out_file is not None:
+        raise ValueError("give --out FILE once (FILE alone is its old spelling)")
+    args.out = args.out if args.out is not None else args.out_file
+    if args.out is None:
+        raise ValueError("give --out FILE: the file to write")
     writable_file(args.out)
     with _trail(args) as trail:
         n = trail.export_jsonl(args.out, run_id=args.run)
@@ -111,6 +129,11 @@ def cmd_llm_calls(args: argparse.Namespace) -> int:
             print(f"wrote {n} LLM calls to {args.out}")
             return 0
         calls = trail.llm_calls(run_id=args.run, stream_id=args.stream)
+        if args.json:
+            for call in calls:
+                print_json(call.__dict__)
+            return 0
+        print(f"{'POSITION':>8}  {'STREAM#CALL':<24}  {'STATUS':<9}  MODEL  TOKENS  LATENCY  COST")
         for call in calls:
             print(_call_line(call))
         print(f"{len(calls)} LLM call(s)")
@@ -120,6 +143,10 @@ def cmd_llm_calls(args: argparse.Namespace) -> int:
 def cmd_usage(args: argparse.Namespace) -> int:
     with _trail(args) as trail:
         rows = trail.usage_by_run(args.run) if args.by == "run" else trail.usage_by_actor(args.run)
+    if args.json:
+        for u in rows:
+            print_json({"by": args.by, **u.__dict__})
+        return 0
     print(f"{args.by:<32} {'calls':>6} {'failed':>6} {'prompt':>9} {'completion':>10} {'cost USD':>10} {'LLM s':>8}")
     for u in rows:
         print(_usage_line(u))
@@ -143,6 +170,9 @@ def cmd_verify(args: argparse.Namespace) -> int:
             if actual != e.request_hash:
                 edited.append(f"EDITED run {e.run_id} {e.stream_id}@{e.version} (position {rec.position}): "
                               f"LLM call {e.call_index}'s text hashes to {actual[:12]}, stored {e.request_hash[:12]}")
+    if args.json:
+        print_json({"checked": checked, "edited": edited})
+        return 1 if edited else 0
     for line in edited:
         print(line)
     print(f"{checked} recorded request(s) checked, {len(edited)} edited")
@@ -184,8 +214,11 @@ def _event_line(e: AuditEvent) -> str:
 
 
 def _event_json(e: AuditEvent) -> str:
-    record = {**e.__dict__, "timestamp": e.timestamp.isoformat()}
-    return json.dumps(record, ensure_ascii=False, separators=(",", ":"), default=str)
+    record = event_record(
+        position=e.position, event_id=e.event_id, run_id=e.run_id, stream_id=e.stream_id, version=e.version,
+        type=e.type, timestamp=e.timestamp, causation_id=e.causation_id, command_id=e.command_id, data=e.payload,
+    )  # fmt: skip
+    return json.dumps(record, ensure_ascii=False, default=json_default)
 
 
 def _call_line(c: LlmCall) -> str:

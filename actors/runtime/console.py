@@ -13,9 +13,9 @@ import sys
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from datetime import datetime
 from typing import Any, TextIO
 
+from actors.runtime.cli_dialect import event_record, json_default  # noqa: F401  (json_default: re-exported)
 from actors.runtime.client import LlmUnavailable, RunHandle
 from actors.runtime.errors import UserError
 from actors.runtime.llm.local_server import LocalServerError
@@ -134,23 +134,19 @@ def _follow_run(handle: RunHandle, quiet: bool) -> int:
 
 
 def event_json(rec: Recorded) -> dict[str, Any]:
+    """A recorded event in the one JSON shape (`actors.runtime.cli_dialect.event_record`)."""
     e = rec.event
-    return {
-        "position": rec.position,
-        "stream": e.stream_id,
-        "version": e.version,
-        "type": e.type_name,
-        "run_id": e.run_id,
-        "timestamp": e.timestamp.isoformat(),
-        "causation_id": e.causation_id,
-        "command_id": e.command_id,
-        "data": e.payload(),
-    }
+    return event_record(
+        position=rec.position,
+        event_id=e.event_id,
+        run_id=e.run_id,
+        stream_id=e.stream_id,
+        version=e.version,
+        type=e.type_name,
+        timestamp=e.timestamp,
+        causation_id=e.causation_id,
+        command_id=e.command_id,
+        data=e.payload(),
+    )
 
 
-def json_default(o: Any) -> Any:
-    if isinstance(o, datetime):
-        return o.isoformat()
-    if isinstance(o, bytes):
-        return o.hex()
-    return str(o)

@@ -9,10 +9,17 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
+from actors.runtime.cli_dialect import EVENT_FIELDS
 from events import ErrorInfo
-from events.store import EventStore
-from events.effects import LlmCompleted, LlmFailed, LlmRequested, ToolCalled, ToolReturned
+from events.effects import (
+    LlmCompleted,
+    LlmFailed,
+    LlmRequested,
+    ToolCalled,
+    ToolReturned,
+)
 from events.runs import RunCompleted, RunFailed, RunSubmitted
+from events.store import EventStore
 from tests.support.cli import chorus
 
 T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
@@ -72,7 +79,8 @@ def test_events_by_run_type_and_time(env):
     r = chorus("audit", "events", "--type", "LlmFailed", "--type", "RunFailed", "--json", env=env)
     rows = [json.loads(line) for line in r.stdout.splitlines()]
     assert [(e["run_id"], e["type"]) for e in rows] == [("B", "LlmFailed"), ("B", "RunFailed")]
-    assert rows[0]["payload"]["error"]["reason"] == "timeout"
+    assert rows[0]["data"]["error"]["reason"] == "timeout"
+    assert list(rows[0]) == list(EVENT_FIELDS)  # the one event shape, as `chorus events --json`
 
     r = chorus("audit", "events", "--since", "2025-03-01T12:00:11", "--until", "2025-03-01T12:00:13", env=env)
     assert [line.split()[4] for line in r.stdout.splitlines()[:-1]] == ["LlmRequested", "LlmFailed"]
@@ -80,19 +88,27 @@ def test_events_by_run_type_and_time(env):
 
 def test_export_and_the_llm_call_log(env, tmp_path):
     out = tmp_path / "audit.jsonl"
-    r = chorus("audit", "export", str(out), "--run", "B", env=env)
+    r = chorus("audit", "export", "--out", str(out), "--run", "B", env=env)
     assert (r.returncode, r.stdout.strip()) == (0, f"wrote 5 events of run B to {out}")
+    old = chorus("audit", "export", str(tmp_path / "old.jsonl"), "--run", "B", env=env)  # the hidden old spelling
+    assert old.returncode == 0 and (tmp_path / "old.jsonl").read_text() == out.read_text()
     assert [json.loads(line)["type"] for line in out.read_text().splitlines()] == [
         "RunSubmitted", "LlmRequested", "LlmFailed", "LlmRequested", "RunFailed",
     ]
 
     r = chorus("audit", "llm-calls", env=env)
-    lines = r.stdout.splitlines()
+    header, *lines = r.stdout.splitlines()
+    assert header.split()[:3] == ["POSITION", "STREAM#CALL", "STATUS"]
     assert lines[-1] == "3 LLM call(s)"
     assert [line.split()[1:3] for line in lines[:-1]] == [
         ["agent:A#1", "completed"], ["agent:B#1", "failed"], ["agent:B#2", "pending"],
     ]
     assert "seed=42" in lines[0] and "100+10 tokens" in lines[0] and "1.50s" in lines[0]
+
+    r = chorus("audit", "llm-calls", "--json", env=env)
+    assert [(c["stream_id"], c["status"]) for c in map(json.loads, r.stdout.splitlines())] == [
+        ("agent:A", "completed"), ("agent:B", "failed"), ("agent:B", "pending"),
+    ]
 
     calls = tmp_path / "llm_calls.jsonl"
     r = chorus("audit", "llm-calls", "--run", "A", "--out", str(calls), env=env)
@@ -113,6 +129,8 @@ def test_usage_per_run_and_per_actor(env):
     ]
     r = chorus("audit", "usage", "--run", "B", "--by", "actor", env=env)
     assert [line.split()[:3] for line in r.stdout.splitlines()[1:]] == [["agent:B", "2", "1"]]
+    r = chorus("audit", "usage", "--json", env=env)
+    assert [(u["key"], u["calls"]) for u in map(json.loads, r.stdout.splitlines())] == [("A", 1), ("B", 2)]
 
 
 def test_bad_input_is_one_line_and_exit_2(env, tmp_path):

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from actors.runtime.cli_dialect import EVENT_FIELDS
 from events.store import EventStore
 from tests.support import recording
 from tests.support.cli import chorus
@@ -37,7 +38,7 @@ def test_events_and_runs_show_a_recorded_run(env, tmp_path):
     rows = [json.loads(line) for line in out.stdout.splitlines()]
     assert rows[0]["type"] == "RunSubmitted" and rows[-1]["type"] == "RunCompleted"
     assert [r["position"] for r in rows] == sorted(r["position"] for r in rows)
-    assert {"position", "stream", "version", "type", "run_id", "timestamp", "data"} <= set(rows[0])
+    assert list(rows[0]) == list(EVENT_FIELDS)  # the one event shape (docs/reference.md)
     assert all(r["run_id"] == "abc123" for r in rows)
     tool = next(r for r in rows if r["type"] == "ToolReturned")
     assert "ALPHA-7" in tool["data"]["output"]
@@ -47,7 +48,8 @@ def test_events_and_runs_show_a_recorded_run(env, tmp_path):
 
     listed = chorus("runs", env=env)
     assert listed.returncode == 0
-    [row] = listed.stdout.splitlines()
+    header, row = listed.stdout.splitlines()
+    assert header.split() == ["RUN", "SUBMITTED", "STATUS", "KIND", "GOAL"]
     assert row.split()[0] == "abc123" and row.split()[3:5] == ["completed", "react"]
 
 

@@ -19,6 +19,7 @@ import argparse
 import json
 import os
 import sys
+from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
@@ -26,12 +27,12 @@ from typing import NoReturn
 import actors
 from actors.cli import serve, signals, views
 from actors.cli.paths import writable_file
+from actors.runtime.cli_dialect import add_json, add_out, print_json, run_arg
 from actors.runtime.client import DEFAULT_LLM_PARAMS, Client
 from actors.runtime.console import (
     event_json,
     follow_run,
     is_user_error,
-    json_default,
     one_line,
     open_store,
 )
@@ -41,6 +42,8 @@ from actors.runtime.llm.local_server import LocalLlamaServer, stop_detached
 from actors.runtime.progress import describe
 from actors.runtime.registry import Registry
 from actors.runtime.replay import (
+    ReplayReport,
+    RunDiff,
     diff_runs,
     export_run,
     load_fixture,
@@ -50,6 +53,7 @@ from actors.runtime.replay import (
     timeline,
 )
 from actors.runtime.settings import Settings
+from events.base import Event
 
 __all__ = ["UserError", "main"]
 
@@ -101,51 +105,55 @@ def _parser() -> argparse.ArgumentParser:
         kind.add_commands(sub)  # the default kind's verb (`chorus run`) first
 
     runs = sub.add_parser("runs", help="list runs, newest first")
-    runs.add_argument("--limit", type=int, default=20)
-    runs.add_argument("--json", action="store_true")
+    runs.add_argument("--limit", type=int, default=20, metavar="N", help="at most N runs (default 20)")
+    add_json(runs, "one run per line")
     runs.set_defaults(func=cmd_runs)
 
     ev = sub.add_parser("events", help="print a run's events in global order")
-    ev.add_argument("run_id")
-    ev.add_argument("--json", action="store_true", help="JSON lines")
+    run_arg(ev)
+    add_json(ev, "one event per line (the event shape of docs/reference.md)")
     ev.set_defaults(func=cmd_events)
 
     log = sub.add_parser("log", help="a readable timeline of a run across its actors")
-    log.add_argument("run_id")
+    run_arg(log)
+    add_json(log, "the run's events, one per line, as `chorus events --json`")
     log.set_defaults(func=cmd_log)
 
     state = sub.add_parser("state", help="an actor's state at its latest or a chosen version")
-    state.add_argument("stream_id", help="e.g. agent:RUN_ID or run:RUN_ID")
-    state.add_argument("--at", type=int, metavar="VERSION")
+    state.add_argument("stream_id", metavar="STREAM", help="the actor's stream, e.g. agent:RUN or run:RUN")
+    state.add_argument("--at", type=int, metavar="VERSION", help="the stream version (default: the latest)")
+    add_json(state, "on one line (the output is JSON either way)")
     state.set_defaults(func=cmd_state)
 
     replay = sub.add_parser("replay", help="re-execute a run from its log; no model, no tools")
-    replay.add_argument("run_id", nargs="?")
-    replay.add_argument("--fixture", type=Path, help="replay a recorded run file instead")
+    run_arg(replay, nargs="?", help="the run to replay (or --fixture FILE)")
+    replay.add_argument("--fixture", type=Path, metavar="FILE", help="replay a recorded run file instead")
+    add_json(replay, "the verdict as one object")
     replay.set_defaults(func=cmd_replay)
 
     fork = sub.add_parser("fork", help="a new run from a run's state at a position, continued live")
-    fork.add_argument("run_id")
+    run_arg(fork, help="the run to fork")
     fork.add_argument("--at", type=int, required=True, metavar="POSITION",
                       help="the global log position to fork at (a simulation session: a cycle; a relay: a builder turn)")
     fork.add_argument("--model", help="continue with another model")
     fork.add_argument("--temperature", type=float, help="continue with another temperature")
-    fork.add_argument("--quiet", "-q", action="store_true")
+    fork.add_argument("--quiet", "-q", action="store_true", help="print only the answer")
     fork.set_defaults(func=cmd_fork)
 
     resume = sub.add_parser("resume", help="serve a run whose process died again; it goes on from its log")
-    resume.add_argument("run_id")
-    resume.add_argument("--quiet", "-q", action="store_true")
+    run_arg(resume, help="the run to serve again")
+    resume.add_argument("--quiet", "-q", action="store_true", help="print only the answer")
     resume.set_defaults(func=cmd_resume)
 
     diff = sub.add_parser("diff", help="where two runs (e.g. a run and its fork) first differ")
-    diff.add_argument("run_a")
-    diff.add_argument("run_b")
+    diff.add_argument("run_a", metavar="RUN_A", help="one run")
+    diff.add_argument("run_b", metavar="RUN_B", help="the other (e.g. its fork)")
+    add_json(diff, "the comparison as one object")
     diff.set_defaults(func=cmd_diff)
 
     export = sub.add_parser("export", help="write a run's events as JSON lines (a replay fixture)")
-    export.add_argument("run_id")
-    export.add_argument("--out", type=Path, required=True)
+    run_arg(export, help="the run to export")
+    add_out(export, "the file to write (its folder must exist)", required=True)
     export.set_defaults(func=cmd_export)
 
     model = sub.add_parser(
@@ -155,7 +163,9 @@ def _parser() -> argparse.ArgumentParser:
         "`serve` starts the embedded LLM server and leaves it running between runs (by default "
         "each `chorus` process starts its own and stops it when it ends); `stop` stops it.",
     )
-    model.add_argument("action", nargs="?", choices=("serve", "stop"))
+    model.add_argument("action", nargs="?", choices=("serve", "stop"),
+                       help="serve: keep the LLM server up between runs; stop: stop it (default: check the model)")
+    add_json(model, "the model's name and path, or the server's address")
     model.set_defaults(func=cmd_model)
 
     for kind in kinds[1:]:
@@ -181,13 +191,16 @@ def cmd_runs(args: argparse.Namespace) -> int:
         rows = client.runs(limit=args.limit)
     if args.json:
         for r in rows:
-            print(json.dumps(r, default=json_default))
+            print_json(r)
         return 0
     if not rows:
         print("no runs yet")
         return 0
     for r in rows:
+    width = max(len(r["run_id"]) for r in rows)
+    print(f"{'RUN':<{width}}  {'SUBMITTED':<19}  {'STATUS':<9}  {'KIND':<12}  GOAL")
         when = r["submitted_at"].strftime("%Y-%m-%d %H:%M:%S")
+        r = {**r, "run_id": r["run_id"].ljust(width)}  # the RUN column, as wide as the header says
         goal = r["goal"] if len(r["goal"]) <= 60 else r["goal"][:57] + "..."
         fork = f"  (fork of {r['forked_from']})" if r["forked_from"] else ""
         print(f"{r['run_id']}  {when}  {r['status']:<9}  {r['agent']:<12}  {goal}{fork}")
@@ -200,7 +213,7 @@ def cmd_events(args: argparse.Namespace) -> int:
         kind = run_kind_of(client.store, args.run_id, records)
     for rec in records:
         if args.json:
-            print(json.dumps(event_json(rec), default=json_default))
+            print_json(event_json(rec))
         else:
             e = rec.event
             line = describe(e, brief=True, kind=kind)
@@ -210,6 +223,8 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 def cmd_log(args: argparse.Namespace) -> int:
     with open_store() as store:
+    if args.json:
+        return cmd_events(args)
         for line in timeline(store, args.run_id, color=sys.stdout.isatty()):
             print(line)
     return 0
@@ -218,7 +233,8 @@ def cmd_log(args: argparse.Namespace) -> int:
 def cmd_state(args: argparse.Namespace) -> int:
     with open_store() as store:
         version, state = state_at(store, args.stream_id, args.at)
-    print(json.dumps({"stream": args.stream_id, "version": version, "state": state.model_dump(mode="json")}, indent=2))
+    body = {"stream_id": args.stream_id, "version": version, "state": state.model_dump(mode="json")}
+    print(json.dumps(body) if args.json else json.dumps(body, indent=2))
     return 0
 
 
@@ -234,6 +250,9 @@ def cmd_replay(args: argparse.Namespace) -> int:
     with store:
         report = replay_run(store, run_id)
     if report.ok:
+    if args.json:
+        print_json(_verdict(report))
+        return 0 if report.ok else 1
         print(
             f"replay of run {run_id}: identical — {report.events} events in {_streams(report.streams)}, "
             f"{report.llm_calls} LLM calls and {report.tool_calls} tool calls served "
@@ -249,6 +268,23 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _streams(streams: list[str]) -> str:
+def _verdict(report: ReplayReport) -> dict[str, object]:
+    d = report.divergence
+    return {
+        "run_id": report.run_id,
+        "identical": report.ok,
+        "streams": report.streams,
+        "events": report.events,
+        "llm_calls": report.llm_calls,
+        "tool_calls": report.tool_calls,
+        "live_calls": 0,
+        "replay_s": report.replay_s,
+        "original_s": report.original_s,
+        "notes": report.notes,
+        "divergence": None if d is None else {"stream_id": d.stream_id, "version": d.version, "text": d.describe()},
+    }
+
+
     """`agent:ab12` → "stream agent:ab12"; more → "3 streams (agent:ab12, ...)"."""
     if len(streams) == 1:
         return f"stream {streams[0]}"
@@ -278,12 +314,32 @@ def cmd_resume(args: argparse.Namespace) -> int:
 
 def cmd_diff(args: argparse.Namespace) -> int:
     with open_store() as store:
-        for line in diff_runs(store, args.run_a, args.run_b).lines():
-            print(line)
+        diff = diff_runs(store, args.run_a, args.run_b)
+    if args.json:
+        print_json(_diff_json(diff))
+        return 0
+    for line in diff.lines():
+        print(line)
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+def _diff_json(d: RunDiff) -> dict[str, object]:
+    def side(run: str, first: Event | None, counts: Counter[str], end: str) -> dict[str, object]:
+        differs = None if first is None else {"stream_id": first.stream_id, "version": first.version,
+                                              "type": first.type_name, "data": first.payload()}  # fmt: skip
+        return {"run_id": run, "first_difference": differs, "counts": dict(counts), "end": end}
+
+    return {
+        "kind": d.kind,
+        "shared": d.shared,
+        "identical": d.first_a is None and d.first_b is None,
+        "a": side(d.run_a, d.first_a, d.counts_a, d.end_a),
+        "b": side(d.run_b, d.first_b, d.counts_b, d.end_b),
+        "details": d.details,
+    }
+
+
     writable_file(args.out)  # before opening the store: bad input writes nothing
     with open_store() as store:
         n = export_run(store, args.run_id, args.out)
@@ -294,16 +350,20 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_model(args: argparse.Namespace) -> int:
     settings = Settings.from_env()
     if args.action == "stop":
-        print(stop_detached(settings))
+        said = stop_detached(settings)
+        print_json({"stopped": said}) if args.json else print(said)
         return 0
     if args.action == "serve":
         server = LocalLlamaServer(settings, detached=True).start()
-        if server.reused:
+        if args.json:
+            print_json({"model": settings.llm_model, "base_url": server.base_url, "reused": server.reused})
+        elif server.reused:
             print(f"already running: {server.base_url}")
         else:
             print(f"serving {settings.llm_model} on {server.base_url} until `chorus model stop`")
         return 0
-    print(ensure_model(settings))
+    path = ensure_model(settings)
+    print_json({"model": settings.llm_model, "path": str(path)}) if args.json else print(path)
     return 0
 
 

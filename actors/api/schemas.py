@@ -199,11 +199,8 @@ class JsonBytes(JSONResponse):
 
 
 def event_dict(rec: Recorded) -> dict[str, Any]:
-    """`chorus events --json`'s object, with the envelope's names (`stream_id`, `event_id`)."""
-    out = event_json(rec)
-    out["stream_id"] = out.pop("stream")
-    out["event_id"] = str(rec.event.event_id)
-    return out
+    """The one JSON shape of an event (`chorus events --json` prints the same)."""
+    return event_json(rec)
 
 
 def sse_frame(rec: Recorded) -> bytes:

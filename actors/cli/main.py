@@ -196,11 +196,11 @@ def cmd_runs(args: argparse.Namespace) -> int:
     if not rows:
         print("no runs yet")
         return 0
-    for r in rows:
     width = max(len(r["run_id"]) for r in rows)
     print(f"{'RUN':<{width}}  {'SUBMITTED':<19}  {'STATUS':<9}  {'KIND':<12}  GOAL")
-        when = r["submitted_at"].strftime("%Y-%m-%d %H:%M:%S")
+    for r in rows:
         r = {**r, "run_id": r["run_id"].ljust(width)}  # the RUN column, as wide as the header says
+        when = r["submitted_at"].strftime("%Y-%m-%d %H:%M:%S")
         goal = r["goal"] if len(r["goal"]) <= 60 else r["goal"][:57] + "..."
         fork = f"  (fork of {r['forked_from']})" if r["forked_from"] else ""
         print(f"{r['run_id']}  {when}  {r['status']:<9}  {r['agent']:<12}  {goal}{fork}")
@@ -222,9 +222,9 @@ def cmd_events(args: argparse.Namespace) -> int:
 
 
 def cmd_log(args: argparse.Namespace) -> int:
-    with open_store() as store:
     if args.json:
         return cmd_events(args)
+    with open_store() as store:
         for line in timeline(store, args.run_id, color=sys.stdout.isatty()):
             print(line)
     return 0
@@ -249,10 +249,10 @@ def cmd_replay(args: argparse.Namespace) -> int:
         raise UserError("give a RUN_ID or --fixture FILE")
     with store:
         report = replay_run(store, run_id)
-    if report.ok:
     if args.json:
         print_json(_verdict(report))
         return 0 if report.ok else 1
+    if report.ok:
         print(
             f"replay of run {run_id}: identical — {report.events} events in {_streams(report.streams)}, "
             f"{report.llm_calls} LLM calls and {report.tool_calls} tool calls served "
@@ -267,7 +267,6 @@ def cmd_replay(args: argparse.Namespace) -> int:
     return 1
 
 
-def _streams(streams: list[str]) -> str:
 def _verdict(report: ReplayReport) -> dict[str, object]:
     d = report.divergence
     return {
@@ -285,6 +284,7 @@ def _verdict(report: ReplayReport) -> dict[str, object]:
     }
 
 
+def _streams(streams: list[str]) -> str:
     """`agent:ab12` → "stream agent:ab12"; more → "3 streams (agent:ab12, ...)"."""
     if len(streams) == 1:
         return f"stream {streams[0]}"
@@ -323,7 +323,6 @@ def cmd_diff(args: argparse.Namespace) -> int:
     return 0
 
 
-def cmd_export(args: argparse.Namespace) -> int:
 def _diff_json(d: RunDiff) -> dict[str, object]:
     def side(run: str, first: Event | None, counts: Counter[str], end: str) -> dict[str, object]:
         differs = None if first is None else {"stream_id": first.stream_id, "version": first.version,
@@ -340,6 +339,7 @@ def _diff_json(d: RunDiff) -> dict[str, object]:
     }
 
 
+def cmd_export(args: argparse.Namespace) -> int:
     writable_file(args.out)  # before opening the store: bad input writes nothing
     with open_store() as store:
         n = export_run(store, args.run_id, args.out)

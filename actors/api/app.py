@@ -26,7 +26,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from actors.api import errors, health, recovery, runs, signals
+from actors.api import debug_routes, errors, health, recovery, runs, signals
 from actors.api.auth import token_table
 from actors.api.health import OPEN_WARNING
 from actors.api.limits import BodyLimit
@@ -100,6 +100,7 @@ def create_app(
     app.include_router(runs.build_router(), prefix=API_PREFIX)
     app.include_router(recovery.build_router(), prefix=API_PREFIX)
     app.include_router(signals.build_router(), prefix=API_PREFIX)
+    app.include_router(debug_routes.build_router(), prefix=API_PREFIX)
     _include_sessions(app, chorus)
     _serve_page(app)
     return app

@@ -13,11 +13,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from actors.runtime.runkind import RunKind
 from actors.runtime.replay.rerun import run_kind_of, run_records
 from actors.runtime.run import RunLifecycle, run_stream
 from actors.runtime.shell import rebuild
 from events.base import Event
-from events.store import EventStore
+from events.store import EventStore, Recorded
 
 
 @dataclass
@@ -56,22 +57,7 @@ class RunDiff:
 def diff_runs(store: EventStore, run_a: str, run_b: str) -> RunDiff:
     """Where two runs of one kind part: the leading events their lead streams share, the
     first that differs on each side, and what each did in all."""
-    kinds, streams, records = [], [], []
-    for run_id in (run_a, run_b):
-        records.append(run_records(store, run_id))
-        kind = run_kind_of(store, run_id, records[-1])
-        kinds.append(kind)
-        streams.append(kind.lead_events(records[-1], run_id))
-    if kinds[0].lead != kinds[1].lead:
-        raise ValueError(
-            f"run {run_a} is {kinds[0].noun} run and run {run_b} {kinds[1].noun} run; diff compares runs of one kind"
-        )
-    a, b = streams
-    shared = 0
-    for x, y in zip(a, b, strict=False):
-        if x.type_name != y.type_name or _fact(x, run_a) != _fact(y, run_b):
-            break
-        shared += 1
+    kinds, records, (a, b), shared = lead_streams(store, run_a, run_b)
     return RunDiff(
         run_a,
         run_b,
@@ -89,6 +75,30 @@ def diff_runs(store: EventStore, run_a: str, run_b: str) -> RunDiff:
         if kinds[0].name == kinds[1].name
         else [],
     )
+
+
+def lead_streams(
+    store: EventStore, run_a: str, run_b: str
+) -> tuple[list[RunKind], list[list[Recorded]], tuple[list[Event], list[Event]], int]:
+    """Both runs' kinds, records and lead streams, and how many leading lead events they
+    share (the same fact, each run's own id set aside). ValueError for runs of two kinds."""
+    kinds, streams, records = [], [], []
+    for run_id in (run_a, run_b):
+        records.append(run_records(store, run_id))
+        kind = run_kind_of(store, run_id, records[-1])
+        kinds.append(kind)
+        streams.append(kind.lead_events(records[-1], run_id))
+    if kinds[0].lead != kinds[1].lead:
+        raise ValueError(
+            f"run {run_a} is {kinds[0].noun} run and run {run_b} {kinds[1].noun} run; diff compares runs of one kind"
+        )
+    a, b = streams
+    shared = 0
+    for x, y in zip(a, b, strict=False):
+        if x.type_name != y.type_name or _fact(x, run_a) != _fact(y, run_b):
+            break
+        shared += 1
+    return kinds, records, (a, b), shared
 
 
 def _fact(e: Event, run_id: str | None = None) -> dict[str, Any]:

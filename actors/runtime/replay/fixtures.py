@@ -32,6 +32,14 @@ from projections.files import write_atomically
 def export_run(store: EventStore, run_id: str, path: Path) -> int:
     """Write the run's events, in global order, to `path` (atomically; its folder must
     exist). Returns the count."""
+    rows = fixture_rows(store, run_id)
+    write_atomically(path, [sealed_text(rows)])
+    return len(rows)
+
+
+def fixture_rows(store: EventStore, run_id: str) -> list[dict[str, Any]]:
+    """The run's events, in global order, as a fixture's rows (unsealed: `sealed_text`
+    makes the file's text; the page's export downloads that)."""
     rows = []
     for rec in run_records(store, run_id):
         e = rec.event
@@ -49,8 +57,7 @@ def export_run(store: EventStore, run_id: str, path: Path) -> int:
                 "payload": e.model_dump(mode="json", include=set(e.payload())),
             }
         )
-    write_atomically(path, [sealed_text(rows)])
-    return len(rows)
+    return rows
 
 
 def _digest(previous: str, row: dict[str, Any]) -> str:

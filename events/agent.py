@@ -8,8 +8,8 @@ from pydantic import BaseModel, ConfigDict
 
 from events.base import Event
 from events.errors import ErrorInfo
-from events.registry import event_type
-from events.runs import Budget
+from events.registry import event_type, upcaster
+from events.runs import Budget, explicit_budget
 
 
 class ToolSpec(BaseModel):
@@ -21,7 +21,7 @@ class ToolSpec(BaseModel):
     topic: str = ""  # "module:Class" of the implementation, so any process can import it
 
 
-@event_type("AgentStarted")
+@event_type("AgentStarted", version=2)  # v2: Budget() became finite (events/runs.py)
 class AgentStarted(Event):
     goal: str
     root: str
@@ -42,6 +42,11 @@ class AgentStarted(Event):
     # found the named definition, the model's first step may only be the answer (a "not found"
     # there sends it on searching).
     rules: int = 0
+
+
+@upcaster("AgentStarted", from_version=1)
+def _agentstarted_v1(payload: dict[str, Any]) -> dict[str, Any]:
+    return explicit_budget(payload)  # written when Budget() was unlimited: it stays so
 
 
 @event_type("StepDecided")

@@ -3,13 +3,15 @@
 Its stream (`function:RUN`) opens with `FunctionStarted`; each context call is recorded at
 its call index before the function sees its result: an LLM call as `LlmRequested` +
 `LlmCompleted`, a tool call as `ToolCalled` + `ToolReturned` (events/effects.py), a clock
-reading, random number, timer or child agent as `CallRecorded`, a wait for a person as
+reading, random number, timer (`sleep`: its value is the wake-up time) or child agent as
+`CallRecorded`, a wait for a person as
 `SignalAwaited` and, once a signal came, `SignalConsumed`. Signals sent to a run wait on
 their own stream (`signals:RUN`) as `SignalSent` until the function takes them.
 """
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from events.base import Event
@@ -51,6 +53,7 @@ class SignalAwaited(Event):
     call_index: int
     name: str
     timeout_s: float | None = None
+    until: datetime | None = None  # with a timeout: when it times out (None in logs before durable timers)
 
 
 @event_type("SignalConsumed")

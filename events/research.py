@@ -16,11 +16,11 @@ from typing import Any
 from events.agent import ToolSpec
 from events.base import Event
 from events.errors import ErrorInfo
-from events.registry import event_type
-from events.runs import Budget
+from events.registry import event_type, upcaster
+from events.runs import Budget, explicit_budget
 
 
-@event_type("ResearchRequested")
+@event_type("ResearchRequested", version=2)  # v2: Budget() became finite (events/runs.py)
 class ResearchRequested(Event):
     """A person asked for research (status PENDING)."""
 
@@ -41,6 +41,11 @@ class ResearchRequested(Event):
     # The grounded agent's rule revision its loop starts with (AgentStarted.rules; 0 for runs
     # recorded before a research loop took the revisions).
     rules: int = 0
+
+
+@upcaster("ResearchRequested", from_version=1)
+def _researchrequested_v1(payload: dict[str, Any]) -> dict[str, Any]:
+    return explicit_budget(payload)  # written when Budget() was unlimited: it stays so
 
 
 @event_type("IndexingStarted")

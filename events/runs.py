@@ -1,27 +1,55 @@
-"""A run's lifecycle: a goal submitted by a client, started, then completed or failed."""
+"""A run's lifecycle: a goal submitted by a client, started, then completed or failed; a run
+whose agent function waits (for a signal, or a durable timer) records that it waits and,
+served again, starts again.
+
+`Budget()` is finite: `DEFAULT_MAX_LLM_CALLS` LLM calls, so a runaway loop stops with a
+`budget_exhausted` error instead of calling the model forever. Raise it
+(`Budget(max_llm_calls=5000)`, `chorus run --max-llm-calls N`, `Client.submit(budget=...)`) or
+lift it in Python (`Budget.unlimited()`). Logs written before the default was finite
+recorded "unlimited" as `None` or by leaving the key out (`budget: {}`); RunSubmitted v1
+payloads are upcast to v2 with every missing limit made an explicit None, so such a run
+still reads back unlimited and replays as it ran.
+"""
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
 from events.base import Event
 from events.errors import ErrorInfo
-from events.registry import event_type
+from events.registry import event_type, upcaster
+
+DEFAULT_MAX_LLM_CALLS = 500
+LIMITS = ("max_llm_calls", "max_tokens", "max_wall_seconds")
 
 
 class Budget(BaseModel):
-    """Limits on one run; None means unlimited."""
+    """Limits on one run; None means unlimited. By default, `DEFAULT_MAX_LLM_CALLS` LLM
+    calls and no token or time limit."""
 
     model_config = ConfigDict(frozen=True)
 
-    max_llm_calls: int | None = None
+    max_llm_calls: int | None = DEFAULT_MAX_LLM_CALLS
     max_tokens: int | None = None
     max_wall_seconds: float | None = None
 
+    @classmethod
+    def unlimited(cls) -> Budget:
+        """No limit at all (what `Budget()` meant before its default was finite)."""
+        return cls(max_llm_calls=None)
 
-@event_type("RunSubmitted")
+
+def explicit_budget(payload: dict[str, Any], key: str = "budget") -> dict[str, Any]:
+    """An old payload's budget with every limit it left out made an explicit None: written
+    when `Budget()` was unlimited, it keeps that meaning under today's finite default."""
+    budget = payload.get(key)
+    return {**payload, key: {**dict.fromkeys(LIMITS), **(budget if isinstance(budget, dict) else {})}}
+
+
+@event_type("RunSubmitted", version=2)
 class RunSubmitted(Event):
     goal: str
     agent: str = "react"
@@ -30,9 +58,23 @@ class RunSubmitted(Event):
     forked_from: str | None = None
 
 
+@upcaster("RunSubmitted", from_version=1)
+def _run_submitted_v1(payload: dict[str, Any]) -> dict[str, Any]:
+    return explicit_budget(payload)
+
+
 @event_type("RunStarted")
 class RunStarted(Event):
     lead_stream: str
+
+
+@event_type("RunWaiting")
+class RunWaiting(Event):
+    """The run's agent function is suspended: nothing serves it until a signal named
+    `waiting_for` comes or, for a durable timer, until `until`."""
+
+    waiting_for: str
+    until: datetime | None = None
 
 
 @event_type("RunCompleted")

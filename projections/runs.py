@@ -4,13 +4,16 @@ What `chorus runs` and `Client.runs()` list. Read from the log, that list costs 
 every lifecycle event ever written on each call; the view costs a short query, and
 catching it up costs only the events appended since.
 
-    runs  run_id TEXT PK, status (submitted | running | completed | failed), goal,
+    runs  run_id TEXT PK, status (submitted | running | waiting | completed | failed), goal,
           agent, forked_from (`RUN@POSITION` of a fork, else NULL), submitted_at,
-          ended_at (NULL until the run ends), position (of the RunSubmitted)
+          ended_at (NULL until the run ends), waiting_for (while waiting: the signal's
+          name, or "sleep"), wake_at (while waiting on a durable timer: when it is due),
+          position (of the RunSubmitted)
 
 RunSubmitted makes the row; submitted again under the same run id (the lifecycle stream
-never allows it), the row starts over but keeps its place. RunStarted moves a submitted
-run to running (an ended run stays ended); RunCompleted and RunFailed end it, the
+never allows it), the row starts over but keeps its place. RunStarted moves a submitted or waiting
+run to running (an ended run stays ended); RunWaiting moves a started run to waiting, naming
+what it waits for; RunCompleted and RunFailed end it, the
 latest one deciding, with its time. Lifecycle events of a run never submitted are
 ignored. Listing is newest first by submitted_at, runs submitted at the same instant in
 log order: the order the scan of the log gave.
@@ -30,8 +33,8 @@ from projections.projection import Projection, register_projection
 from projections.runner import caught_up
 from projections.views import ViewCursor, ViewStore
 
-STATUSES = ("submitted", "running", "completed", "failed")
-FIELDS = ("run_id", "status", "goal", "agent", "forked_from", "submitted_at", "ended_at")
+STATUSES = ("submitted", "running", "waiting", "completed", "failed")
+FIELDS = ("run_id", "status", "goal", "agent", "forked_from", "submitted_at", "ended_at", "waiting_for", "wake_at")
 
 _COLUMNS = (*FIELDS, "position")
 _UPSERT = (
@@ -46,8 +49,8 @@ _IN = 500  # run ids per `IN (...)` when a batch reads the rows it folds into
 @register_projection
 class RunsProjection(Projection):
     name = "runs"
-    schema_version = 1
-    types = ("RunSubmitted", "RunStarted", "RunCompleted", "RunFailed")
+    schema_version = 2  # v2: waiting, waiting_for, wake_at
+    types = ("RunSubmitted", "RunStarted", "RunWaiting", "RunCompleted", "RunFailed")
     tables = ("runs",)
     indexes = (("runs_newest", "runs", _NEWEST),)
 
@@ -55,7 +58,8 @@ class RunsProjection(Projection):
         c.execute(
             "CREATE TABLE IF NOT EXISTS runs ("
             "run_id TEXT PRIMARY KEY, status TEXT NOT NULL, goal TEXT NOT NULL, agent TEXT NOT NULL, "
-            "forked_from TEXT, submitted_at TEXT NOT NULL, ended_at TEXT, position BIGINT NOT NULL)"
+            "forked_from TEXT, submitted_at TEXT NOT NULL, ended_at TEXT, waiting_for TEXT, wake_at TEXT, "
+            "position BIGINT NOT NULL)"
         )
         self.create_indexes(c)
 
@@ -75,17 +79,23 @@ class RunsProjection(Projection):
                 rows[run_id] = {
                     "run_id": run_id, "status": "submitted", "goal": clean(e.goal), "agent": clean(e.agent),
                     "forked_from": clean(e.forked_from), "submitted_at": timestamp_text(e.timestamp),
-                    "ended_at": None, "position": r.position if row is None else row["position"],
+                    "ended_at": None, "waiting_for": None, "wake_at": None,
+                    "position": r.position if row is None else row["position"],
                 }  # fmt: skip
             elif row is None:
                 continue  # a run never submitted
             elif t == "RunStarted":
-                if row["status"] != "submitted":
+                if row["status"] not in ("submitted", "waiting"):
                     continue
-                row["status"] = "running"
+                row.update(status="running", waiting_for=None, wake_at=None)
+            elif t == "RunWaiting":
+                if row["status"] in ("completed", "failed"):
+                    continue
+                until = timestamp_text(e.until) if e.until is not None else None
+                row.update(status="waiting", waiting_for=clean(e.waiting_for), wake_at=until)
             else:
                 row["status"] = "completed" if t == "RunCompleted" else "failed"
-                row["ended_at"] = timestamp_text(e.timestamp)
+                row.update(ended_at=timestamp_text(e.timestamp), waiting_for=None, wake_at=None)
             dirty[run_id] = None
         c.executemany(_UPSERT, [tuple(rows[k][col] for col in _COLUMNS) for k in dirty])
 
@@ -162,8 +172,13 @@ def _statuses(status: str | Iterable[str]) -> list[str]:
     return wanted
 
 
+def status_label(row: dict[str, Any]) -> str:
+    """A row's status as `chorus runs` shows it: `waiting:NAME` names what a waiting run waits for."""
+    return f"waiting:{row['waiting_for']}" if row["status"] == "waiting" and row.get("waiting_for") else row["status"]
+
+
 def _run(row: dict[str, Any]) -> dict[str, Any]:
-    for column in ("submitted_at", "ended_at"):
+    for column in ("submitted_at", "ended_at", "wake_at"):
         if row[column] is not None:
             row[column] = datetime.fromisoformat(row[column])
     return row

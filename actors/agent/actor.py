@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.runtime.budget import close_ledger, open_ledger, run_usage
+from actors.runtime.budget import close_ledger, open_ledger, run_usage, share_ledger
 from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.llm.providers import provider_from_settings
 from actors.runtime.perform import LiveEffects, drive, ray_invoker
@@ -136,7 +136,7 @@ class AgentActor:
                 store_url=self.settings.store_url,
                 settings=self.settings,
                 provider=self.llm,
-                ledger=self.ledger,
+                ledger=share_ledger(self.ledger),  # the run's ledger actor, started for the first such tool
             )
         self._tools[name] = Registry.get_tool(spec.name, spec.topic, placement=self.settings.placement, **config)
         return self._tools[name]

@@ -30,7 +30,7 @@ from actors.runtime.runkind import RunKind
 from actors.runtime.settings import Settings
 from events.agent import AgentForked, ToolSpec
 from events.base import Event
-from events.runs import Budget
+from events.runs import DEFAULT_MAX_LLM_CALLS, Budget
 from events.store import Recorded
 
 FINISHED = ("AnswerGiven", "AgentFailed")
@@ -308,7 +308,7 @@ class ReactRun(AgentRunKind):
             help="a tool added to the defaults (or to --tools); repeatable",
         )  # fmt: skip
         run.add_argument("--max-iterations", type=int, default=10)
-        run.add_argument("--max-llm-calls", type=int)
+        run.add_argument("--max-llm-calls", type=int, default=DEFAULT_MAX_LLM_CALLS, help="LLM calls the run may make (default %(default)s)")
         run.add_argument("--max-tokens", type=int)
         run.add_argument("--max-seconds", type=float, help="wall-time budget")
         run.add_argument("--quiet", "-q", action="store_true", help="print only the answer")

@@ -68,6 +68,8 @@ class RunSummary(BaseModel):
     forked_from: str | None
     submitted_at: datetime
     ended_at: datetime | None
+    waiting_for: str | None = Field(None, description="a waiting run: the signal it waits for, or \"sleep\"")
+    wake_at: datetime | None = Field(None, description="a run waiting on a durable timer: when it is due")
 
 
 class RunsPage(BaseModel):

@@ -54,6 +54,7 @@ from actors.runtime.replay import (
 )
 from actors.runtime.settings import Settings
 from events.base import Event
+from projections.runs import status_label
 
 __all__ = ["UserError", "main"]
 
@@ -203,7 +204,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         when = r["submitted_at"].strftime("%Y-%m-%d %H:%M:%S")
         goal = r["goal"] if len(r["goal"]) <= 60 else r["goal"][:57] + "..."
         fork = f"  (fork of {r['forked_from']})" if r["forked_from"] else ""
-        print(f"{r['run_id']}  {when}  {r['status']:<9}  {r['agent']:<12}  {goal}{fork}")
+        print(f"{r['run_id']}  {when}  {status_label(r):<9}  {r['agent']:<12}  {goal}{fork}")
     return 0
 
 

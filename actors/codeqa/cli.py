@@ -25,7 +25,7 @@ from actors.runtime.client import Client
 from actors.runtime.console import cancel_on_interrupt
 from actors.runtime.progress import describe
 from actors.runtime.registry import Registry
-from events.runs import Budget
+from events.runs import DEFAULT_MAX_LLM_CALLS, Budget
 
 ORCHESTRATOR = "orchestrator"  # the run kind (actors.codeqa.kind.CodeQuestionRun)
 
@@ -38,7 +38,7 @@ def add_parsers(sub: Any) -> None:
         help="folder holding one or more repositories, each a folder inside it",
     )  # fmt: skip
     ask.add_argument("--max-iterations", type=int, help="ReAct iterations (default 10, CHORUS_CODEQA_CONFIG)")
-    ask.add_argument("--max-llm-calls", type=int)
+    ask.add_argument("--max-llm-calls", type=int, default=DEFAULT_MAX_LLM_CALLS, help="LLM calls the run may make (default %(default)s)")
     ask.add_argument("--max-tokens", type=int)
     ask.add_argument("--max-seconds", type=float, help="wall-time budget")
     ask.add_argument("--quiet", "-q", action="store_true", help="print only the answer and its sources")

@@ -19,7 +19,7 @@ from actors.index.repository import is_url
 from actors.runtime.client import Client
 from actors.runtime.console import follow_run, open_store
 from actors.runtime.errors import UserError
-from events.runs import Budget
+from events.runs import DEFAULT_MAX_LLM_CALLS, Budget
 from projections.research_history import ResearchHistory
 
 RESEARCHER = "researcher"  # the run kind (actors.research.kind.ResearchRun)
@@ -34,7 +34,10 @@ def add_parsers(sub: Any) -> None:
     p.add_argument("--limit", type=int, default=20)
     p.add_argument("--show", metavar="RUN_ID", help="print the full report of a past run")
     p.add_argument("--max-iterations", type=int, default=6)
-    p.add_argument("--max-llm-calls", type=int, help="LLM calls the whole run may make (plan, steps, searches, report)")
+    p.add_argument(
+        "--max-llm-calls", type=int, default=DEFAULT_MAX_LLM_CALLS,
+        help="LLM calls the whole run may make (plan, steps, searches, report; default %(default)s)",
+    )  # fmt: skip
     p.add_argument("--max-tokens", type=int, help="tokens the whole run may use")
     p.add_argument("--max-seconds", type=float, help="wall-time budget")
     p.add_argument("--quiet", "-q", action="store_true", help="print only the report")

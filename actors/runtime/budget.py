@@ -3,7 +3,12 @@ shared by every actor and tool of the run.
 
 In-process (tests, no Ray) it is a `Ledger` with a lock; on Ray one small `LedgerActor` per run
 (named `chorus-ledger:RUN`, no CPU) holds it, and the lead actor hands its handle to the run's
-tool actors, on whichever node, so each reservation is atomic across all of them. The actor
+tool actors, on whichever node, so each reservation is atomic across all of them. That actor
+costs a Ray worker process per run, so it is started only when a tool actor of the run is
+given the ledger (`SharedOnDemand.share`: a tool that makes model calls of its own); until
+then, and for every run whose calls are all the lead's (a function agent, a ReAct run with
+file tools only), the ledger is a `Ledger` in the lead's process. Since `Budget()` limits
+LLM calls by default, every run has a ledger. The actor
 belongs to the lead: if the lead dies it dies too, and the restarted lead starts a new one
 from the log. If the ledger actor alone dies, Ray restarts it under the same handle and it
 rebuilds its count from the log: no one has to find it again by name (a worker caches the
@@ -31,8 +36,10 @@ def run_usage(store: Any, run_id: str, streams: Iterable[str] | None = None) -> 
 
 
 def run_budget(store: Any, run_id: str) -> Budget:
+    """The budget the run was submitted with; unlimited for a stream of calls with no run
+    recorded (a tool's context in a test)."""
     submitted = next((e for e in store.read_stream(f"run:{run_id}") if isinstance(e, RunSubmitted)), None)
-    return submitted.budget if submitted is not None else Budget()
+    return submitted.budget if submitted is not None else Budget.unlimited()
 
 
 def ledger_from_log(store: Any, run_id: str, streams: Iterable[str] | None = None) -> Ledger:
@@ -144,6 +151,59 @@ class RayLedger:
         ray.kill(self.handle, no_restart=True)
 
 
+class SharedOnDemand:
+    """A run's ledger in the lead's process, moved to the run's `LedgerActor` the first time a
+    tool actor needs to draw on it too (`share`). Only the lead holds one (not picklable on
+    purpose: tools get the `RayLedger` that `share` returns)."""
+
+    def __init__(self, local: Ledger, run_id: str, store_url: str, streams: Iterable[str] | None) -> None:
+        self.local = local
+        self.run_id, self.store_url, self.streams = run_id, store_url, _tuple(streams)
+        self.budget = local.budget
+        self.ray: RayLedger | None = None
+        self._local_holds = 0  # holds taken before the move settle where they were taken
+
+    def share(self) -> RayLedger:
+        """The run's ledger actor, started (once) from what this one has spent and holds."""
+        if self.ray is None:
+            l = self.local
+            with l._lock:
+                start = Ledger(l.budget, Usage(l.calls + l.in_flight, l.tokens + l.held_tokens))  # never under
+            self.ray = RayLedger.start(self.run_id, start, self.store_url, self.streams)
+        return self.ray
+
+    def reserve(self, estimate: int = 0) -> int:
+        if self.ray is not None:
+            return self.ray.reserve(estimate)
+        hold = self.local.reserve(estimate)
+        self._local_holds += 1
+        return hold
+
+    def settle(self, hold: int, usage: Usage) -> None:
+        if self._local_holds:
+            self._local_holds -= 1
+            self.local.settle(hold, usage)
+        elif self.ray is not None:
+            self.ray.settle(hold, usage)
+
+    def spent(self) -> Usage:
+        return self.ray.spent() if self.ray is not None else self.local.spent()
+
+    def close(self) -> None:
+        if self.ray is not None:
+            self.ray.close()
+
+    def __reduce__(self) -> Any:
+        raise TypeError("hand a tool `ledger.share()`, not the lead's SharedOnDemand")
+
+
+def share_ledger(ledger: Any) -> Any:
+    """What a tool actor of the run draws on: the run's `LedgerActor` (started now if need
+    be) for a lead's `SharedOnDemand`, else `ledger` as it is."""
+    share = getattr(ledger, "share", None)
+    return share() if callable(share) else ledger
+
+
 def _ledger_actor(run_id: str, ledger: Ledger, store_url: str = "", streams: tuple[str, ...] | None = None) -> Any:
     import ray
 
@@ -157,11 +217,12 @@ def _ledger_actor(run_id: str, ledger: Ledger, store_url: str = "", streams: tup
 
 def open_ledger(
     store: Any, run_id: str, *, shared: bool = False, streams: Iterable[str] | None = None
-) -> Ledger | RayLedger | None:
+) -> Ledger | SharedOnDemand | None:
     """The ledger a run's calls draw on, rebuilt from its log (`streams`: those that hold its
     calls; default every stream of the run): None for a run without a call or token limit.
-    `shared`: the run's tools are Ray actors, so the ledger is the run's `LedgerActor` (when
-    Ray is up); otherwise a `Ledger` in this process."""
+    `shared`: the run's tools are Ray actors that may draw on it, so the ledger moves to the
+    run's `LedgerActor` when the first of them is given it (`share_ledger`; when Ray is up);
+    otherwise a `Ledger` in this process."""
     budget = run_budget(store, run_id)
     if not limited(budget):
         return None
@@ -170,7 +231,7 @@ def open_ledger(
         import ray
 
         if ray.is_initialized():
-            return RayLedger.start(run_id, ledger, store.url, streams)
+            return SharedOnDemand(ledger, run_id, store.url, streams)
     return ledger
 
 

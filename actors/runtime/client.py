@@ -24,11 +24,8 @@ import uuid
 from collections.abc import Iterator
 from typing import Any
 
-from actors.runtime.actor_options import restartable
-from actors.runtime.behaviour import Command
 from actors.runtime.llm.local_server import LocalLlamaServer
 from actors.runtime.perform import tool_error_message
-from actors.runtime.placement import ray_options
 from actors.runtime.registry import Registry
 from actors.runtime.result import RunResult
 from actors.runtime.run import (
@@ -43,7 +40,7 @@ from actors.runtime.run import (
 )
 from actors.runtime.settings import ConfigError, Settings
 from actors.runtime.shell import ActorShell
-from actors.runtime.wire import to_wire
+from actors.runtime.spawn import spawn_actor
 from events.backends import backend_of
 from events.errors import ErrorInfo
 from events.runs import Budget
@@ -302,19 +299,8 @@ class Client:
         the actor takes it back with `from_wire`); Ray restarts it and retries the call after a crash. An actor class
         with a `stop()` method gets a second thread, so `cancel` can call it while `serve`
         runs."""
-        import ray  # lazily: reading runs (`chorus runs`, replay) needs no Ray
-
-        concurrency = 2 if callable(getattr(actor_class, "stop", None)) else 1
-        placed = ray_options(self.settings.placement, name)  # CHORUS_PLACEMENT: which nodes
-        # Restarted, and `serve` re-sent until the actor answers again (actor_options); a
-        # re-sent `serve` resumes from the log and appends nothing twice.
-        actor = (
-            ray.remote(actor_class)
-            .options(**restartable(name=name, num_cpus=0, max_concurrency=concurrency, **placed))
-            .remote(*args)
-        )
-        sent = [to_wire(a) if isinstance(a, Command) else a for a in start]  # commands as bytes (wire.py)
-        return RunHandle(self, run_id, actor.serve.remote(*sent), actor)
+        actor, ref = spawn_actor(self.settings.placement, actor_class, name, args, start)
+        return RunHandle(self, run_id, ref, actor)
 
     def fork(
         self,

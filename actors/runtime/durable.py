@@ -16,6 +16,14 @@ the index and both calls, never a silent live call. A function that must wait fo
 (`ctx.wait_for("approval")` before any signal came) is suspended: `SignalAwaited` is
 recorded and the run is let go of, to be served again when a signal arrives.
 
+Durable timers: `ctx.sleep(s)` records its wake-up time; `ctx.wait_for(name, timeout=s)`
+records when it times out (`SignalAwaited.until`). One of at most `IN_PLACE_S` seconds is
+waited out in place; a longer one suspends the run the same way (`Suspended` with `until`),
+and the run is served again at that time by the namespace's timer actor
+(`actors.runtime.timers`: detached, it rebuilds its due timers from the runs view after a
+restart). Served again, the function re-runs from its log: the sleep is past and returns,
+the wait finds its signal or records that it timed out (`SignalConsumed(timed_out=True)`).
+
 `ctx.agent(other, goal)` runs another agent function in-line, under the same run and on the
 same stream: a recorded marker (`CallRecorded` "agent"), then the child's own calls in the
 same sequence, and its return value is the call's result.
@@ -68,7 +76,9 @@ __all__ = [
 F = TypeVar("F", bound=Callable[..., Any])
 M = TypeVar("M", bound=BaseModel)
 AGENT_MARK = "__chorus_agent__"
+SLEEP = "sleep"  # what a run suspended in ctx.sleep waits for
 DEFAULT_PARAMS = {"temperature": 0.0, "max_tokens": 512}  # as the client's DEFAULT_LLM_PARAMS
+IN_PLACE_S = 5.0  # a sleep or wait_for timeout at most this long holds the actor; longer ones suspend
 
 
 def function_stream(run_id: str) -> str:
@@ -122,12 +132,14 @@ class NonDeterminismError(RuntimeError):
 
 
 class Suspended(BaseException):
-    """The function waits for a signal that has not come: the run is let go of. A
-    BaseException, so a function's own `except Exception` does not swallow it."""
+    """The function waits for a signal that has not come, or on a durable timer due at
+    `until` (`name` "sleep" for ctx.sleep): the run is let go of. A BaseException, so a
+    function's own `except Exception` does not swallow it."""
 
-    def __init__(self, name: str, index: int, nth: int) -> None:
-        self.name, self.index, self.nth = name, index, nth
-        super().__init__(f"waiting for signal {name!r} (call {index})")
+    def __init__(self, name: str, index: int, nth: int, until: datetime | None = None) -> None:
+        self.name, self.index, self.nth, self.until = name, index, nth, until
+        what = f"signal {name!r}" if name != SLEEP else "a timer"
+        super().__init__(f"waiting for {what} (call {index})" + (f" until {until.isoformat()}" if until else ""))
 
 
 class ToolError(RuntimeError):
@@ -239,6 +251,8 @@ class DurableEffects(Protocol):
 
     def recorded_at(self, call_index: int) -> Event | None: ...
 
+    def now(self) -> datetime: ...
+
 
 class LiveDurable:
     """LLM and tool calls through `effects` (`LiveEffects`: gateway, invoker, budget);
@@ -246,8 +260,12 @@ class LiveDurable:
 
     live = True
 
-    def __init__(self, effects: Effects, store: Any, run_id: str) -> None:
+    def __init__(self, effects: Effects, store: Any, run_id: str, clock: Callable[[], datetime] | None = None) -> None:
         self.effects, self.store, self.run_id = effects, store, run_id
+        self.clock = clock or (lambda: datetime.now(timezone.utc))
+
+    def now(self) -> datetime:
+        return self.clock()
 
     def llm(self, request: LlmRequest, call_index: int) -> list[Event]:
         return self.effects.llm(request, call_index)
@@ -256,7 +274,7 @@ class LiveDurable:
         return self.effects.tool(name, args, call_index)
 
     def value(self, call: str, args: dict[str, Any], call_index: int) -> Any:
-        now = datetime.now(timezone.utc)
+        now = self.clock()
         if call == "now":
             return now.isoformat()
         if call == "random":
@@ -291,6 +309,9 @@ class ReplayDurable:
     def recorded_at(self, call_index: int) -> Event | None:
         events = self.by_index.get(call_index)
         return events[0] if events else None
+
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)  # not used to decide anything in replay
 
     def llm(self, request: LlmRequest, call_index: int) -> list[Event]:
         return self.effects.llm(request, call_index)
@@ -452,30 +473,44 @@ class Context:
         return float(self._value("random", {}))
 
     def sleep(self, seconds: float) -> None:
-        """Sleep until a recorded wake-up time (a re-run after it does not sleep again)."""
+        """Sleep until a recorded wake-up time (a re-run after it does not sleep again).
+        Up to `IN_PLACE_S` seconds the actor sleeps; longer, the run is suspended durably
+        (no actor held, it survives restarts) and the timer actor serves it again then."""
+        index = self._index + 1
         wake = datetime.fromisoformat(self._value("sleep", {"seconds": seconds}))
-        remaining = (wake - datetime.now(timezone.utc)).total_seconds()
-        if self._effects.live and remaining > 0:
-            time.sleep(remaining)
+        remaining = (wake - self._effects.now()).total_seconds()
+        if not self._effects.live or remaining <= 0:
+            return
+        if remaining > IN_PLACE_S:
+            raise Suspended(SLEEP, index, 0, until=wake)
+        time.sleep(remaining)
 
     def wait_for(self, signal: str, timeout: float | None = None) -> Any:
         """The payload of the next signal named `signal` sent to this run (`chorus signal`,
-        `Client.signal`, the API). With none yet and no `timeout`, the run is suspended
-        durably (no actor held) and served again when it comes; with a `timeout` (seconds)
-        the actor waits that long, then it returns None."""
+        `Client.signal`, the API). With none yet, the run is suspended durably (no actor
+        held) and served again when it comes; with a `timeout` (seconds), it returns None
+        once that has passed with no signal (a recorded deadline: up to `IN_PLACE_S` the
+        actor waits, longer the timer actor serves the run again at the deadline)."""
         nth = self._waits.get(signal, 0)
         self._waits[signal] = nth + 1
         events = self._call(
             ("wait_for", canonical_json(signal)), lambda: f"wait_for({signal!r})",
-            lambda i: [SignalAwaited(call_index=i, name=signal, timeout_s=timeout)],
+            lambda i: [SignalAwaited(call_index=i, name=signal, timeout_s=timeout, until=self._deadline(i, timeout))],
         )  # fmt: skip
-        index = events[0].call_index  # type: ignore[attr-defined]
+        awaited: Any = events[0]
+        index = awaited.call_index
         consumed = next((e for e in events if isinstance(e, SignalConsumed)), None)
         if consumed is not None:
             return consumed.data
         found = self._effects.signal(signal, nth, index)
-        if found is None and timeout is not None and self._effects.live:
-            deadline = time.monotonic() + timeout
+        until = awaited.until
+        if found is None and timeout is not None and until is None:  # recorded before durable timers
+            until = self._effects.now() + timedelta(seconds=timeout)
+        if found is None and until is not None and self._effects.live:
+            remaining = (until - self._effects.now()).total_seconds()
+            if remaining > IN_PLACE_S:
+                raise Suspended(signal, index, nth, until=until)
+            deadline = time.monotonic() + remaining
             while found is None and time.monotonic() < deadline:
                 time.sleep(min(0.5, max(0.0, deadline - time.monotonic())))
                 found = self._effects.signal(signal, nth, index)
@@ -486,6 +521,16 @@ class Context:
         appended = self._shell.handle(Recorded(key=f"signal:{index}", events=[found]), causation_id=self._shell.last_event_id)
         self._log[index].extend(appended)
         return found.data
+
+    def _deadline(self, index: int, timeout: float | None) -> datetime | None:
+        """When a wait with `timeout` recorded at `index` times out: now + timeout live, the
+        recorded one in replay (so the replayed event is the same)."""
+        if timeout is None:
+            return None
+        if not self._effects.live:
+            recorded = self._effects.recorded_at(index)
+            return getattr(recorded, "until", None)
+        return self._effects.now() + timedelta(seconds=timeout)
 
     def agent(self, child: Any, goal: str) -> Any:
         """Run another agent function (or its import path) in-line under this run: its
@@ -550,6 +595,7 @@ class Outcome:
     error: ErrorInfo | None = None
     waiting_for: str | None = None
     nth: int = 0
+    until: datetime | None = None  # waiting on a durable timer: when it is due
 
 
 def result_text(value: Any) -> str:
@@ -580,7 +626,7 @@ def run_function(
         value = fn(ctx, state.goal)
         ctx.check_end()
     except Suspended as s:
-        return Outcome("waiting", waiting_for=s.name, nth=s.nth)
+        return Outcome("waiting", waiting_for=s.name, nth=s.nth, until=s.until)
     except (ReplayDivergence, ToolDivergence, ImportPathError):
         raise
     except BudgetExhausted as e:

@@ -24,8 +24,10 @@ from actors.runtime.behaviour import Behaviour
 from actors.runtime.budget import close_ledger, open_ledger, run_usage
 from actors.runtime.durable import (
     DEFAULT_PARAMS,
+    SLEEP,
     FunctionBehaviour,
     LiveDurable,
+    Outcome,
     ReplayDurable,
     StartFunction,
     agent_path,
@@ -36,16 +38,19 @@ from actors.runtime.durable import (
 )
 from actors.runtime.durable import NonDeterminismError as NonDeterminismError
 from actors.runtime.import_path import ImportPathError, is_import_path
+from actors.runtime.ledger import Usage
 from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.llm.providers import provider_from_settings
 from actors.runtime.perform import LiveEffects, ray_invoker
 from actors.runtime.progress import short
 from actors.runtime.registry import Registry
 from actors.runtime.replay import ReplayReport, replay_stream, run_records
-from actors.runtime.run import Complete, Fail, RunLifecycle, Start, run_stream
+from actors.runtime.run import Complete, Fail, RunLifecycle, Start, Wait, run_stream
 from actors.runtime.runkind import RunKind
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell
+from actors.runtime.spawn import spawn_actor
+from actors.runtime.timers import schedule_wake, timer_actor
 from actors.runtime.wire import from_wire
 from events.base import Event
 from events.durable import FunctionForked, FunctionStarted, SignalSent
@@ -74,14 +79,17 @@ class FunctionActor:
             snapshot_every=settings.snapshot_every,
         ).load()  # fmt: skip
         self.run = ActorShell(RunLifecycle(), run_stream(run_id), self.store, run_id=run_id).load()
+        self.llm = llm
         self.gateway = LlmGateway(llm if llm is not None else provider_from_settings(settings))
-        self.ledger = open_ledger(self.store, run_id, shared=True, streams=[self.shell.stream_id])
+        # Only the function draws on the budget (its tools get no ToolContext): an in-process
+        # ledger, not a LedgerActor per run.
+        self.ledger = open_ledger(self.store, run_id, streams=[self.shell.stream_id])
         self._tools: dict[str, Any] = {}
 
     def serve(self, start: Any) -> dict[str, Any]:
         start = from_wire(start)
         self.shell.handle(start, causation_id=self.run.last_event_id)
-        self.run.handle(Start(key="start", lead_stream=self.shell.stream_id), causation_id=self.shell.last_event_id)
+        begin_serving(self.run, self.shell)
         try:
             try:
                 fn = load_agent(self.shell.state.agent)
@@ -91,26 +99,18 @@ class FunctionActor:
                 return self._summary("failed", error=error.model_dump())
             invoke = ray_invoker(self.tool_handle, timeout_s=self.settings.llm_timeout_s)
             effects = LiveDurable(LiveEffects(self.gateway, invoke, self.ledger), self.store, self.run_id)
-            while True:
-                outcome = run_function(self.shell, fn, effects, self.store.read_stream(self.shell.stream_id))
-                # A signal that came while it was deciding to wait: go on at once.
-                if outcome.status != "waiting" or effects.signal(outcome.waiting_for or "", outcome.nth, 0) is None:
-                    break
+            outcome = run_until_settled(self.shell, fn, effects)
         except Exception as e:
             error = ErrorInfo(type="runtime_error", reason=type(e).__name__, message=str(e)[:500])
             self.run.handle(Fail(key="finish", error=error), causation_id=self.shell.last_event_id)
             self._finish()
             raise
-        if outcome.status == "waiting":
-            self._finish()
-            return self._summary("waiting", waiting_for=outcome.waiting_for)
-        used = run_usage(self.store, self.run_id, [self.shell.stream_id])
-        if outcome.status == "completed":
-            command: Any = Complete(key="finish", result=outcome.result or "", llm_calls=used.calls, tokens=used.tokens)
-        else:
-            command = Fail(key="finish", error=outcome.error)
-        self.run.handle(command, causation_id=self.shell.last_event_id)
+        used = record_outcome(self.run, self.shell, outcome)
+        if outcome.until is not None:  # a durable timer: the timer actor serves the run again then
+            schedule_wake(self.settings, self.run_id, outcome.until, self.llm)
         self._finish()
+        if outcome.status == "waiting":
+            return self._summary("waiting", waiting_for=outcome.waiting_for, until=outcome.until)
         return self._summary(outcome.status, answer=outcome.result, llm_calls=used.calls, tokens=used.tokens)
 
     def _summary(self, status: str, **more: Any) -> dict[str, Any]:
@@ -138,6 +138,38 @@ class FunctionActor:
             root = self.shell.state.params.get("root", ".")
             self._tools[name] = Registry.get_tool(name, placement=self.settings.placement, root=root)
         return self._tools[name]
+
+
+def begin_serving(run: ActorShell[Any], shell: ActorShell[Any]) -> None:
+    """The run is served: started, or started again after it waited (a key per start)."""
+    key = "start" if run.state.status in ("new", "submitted") else f"start:{run.version}"
+    run.handle(Start(key=key, lead_stream=shell.stream_id), causation_id=shell.last_event_id)
+
+
+def run_until_settled(shell: ActorShell[Any], fn: Any, effects: LiveDurable) -> Outcome:
+    """`run_function`, again at once if a signal came while it was deciding to wait."""
+    while True:
+        outcome = run_function(shell, fn, effects, shell.store.read_stream(shell.stream_id))
+        if outcome.status != "waiting" or outcome.waiting_for == SLEEP:
+            return outcome
+        if effects.signal(outcome.waiting_for or "", outcome.nth, 0) is None:
+            return outcome
+
+
+def record_outcome(run: ActorShell[Any], shell: ActorShell[Any], outcome: Outcome) -> Usage:
+    """Close the run's lifecycle as the function ended (RunCompleted / RunFailed), or record
+    that it waits (RunWaiting: `chorus runs` shows it); returns the run's usage."""
+    cause = shell.last_event_id
+    if outcome.status == "waiting":
+        run.handle(Wait(key=f"wait:{run.version}", waiting_for=outcome.waiting_for or "", until=outcome.until), causation_id=cause)
+        return Usage()
+    used = run_usage(shell.store, shell.run_id, [shell.stream_id])
+    if outcome.status == "completed":
+        command: Any = Complete(key="finish", result=outcome.result or "", llm_calls=used.calls, tokens=used.tokens)
+    else:
+        command = Fail(key="finish", error=outcome.error)
+    run.handle(command, causation_id=cause)
+    return used
 
 
 @Registry.register_run_kind
@@ -198,14 +230,16 @@ class FunctionRun(RunKind):
     def resume(self, client: Client, run_id: str, **options: Any) -> RunHandle:
         if options:
             raise ValueError(f"resuming a function run takes no options, not {', '.join(sorted(options))}")
-        events = client.store.read_stream(function_stream(run_id))
-        if not events:
-            raise ValueError(f"run {run_id}'s agent function never started: there is nothing to resume (submit it again)")
-        first: Any = events[0]
-        start = StartFunction(key="start", agent=first.agent, goal=first.goal, model=first.model, params=first.params)
+        start = start_of(client.store, run_id)
         settings = client.ensure_llm()
         client.ensure_ray()
+        if client.run_state(run_id).wake_at is not None:
+            timer_actor(settings)  # back after a restart: it rebuilds every due timer from the log
         return self._spawn(client, run_id, settings, start)
+
+    def wake(self, settings: Settings, run_id: str, llm: Any = None) -> Any:
+        """The timer actor's call when the run's durable timer is due (`wake`)."""
+        return wake(settings, run_id, llm)
 
     def signal(self, client: Client, run_id: str, name: str, payload: Any = None, sent_by: str | None = None) -> RunHandle:
         """Record the signal, then serve the run again if its function waits (it takes the
@@ -348,6 +382,31 @@ def describe_function(e: Event, brief: bool = False) -> str | None:
     if t == "FunctionFailed":
         return f"! FunctionFailed: {d.error.line()}"
     return None
+
+
+def start_of(store: EventStore, run_id: str) -> StartFunction:
+    """The command that started the run's function, to serve it again."""
+    events = store.read_stream(function_stream(run_id))
+    if not events:
+        raise ValueError(f"run {run_id}'s agent function never started: there is nothing to resume (submit it again)")
+    first: Any = events[0]
+    return StartFunction(key="start", agent=first.agent, goal=first.goal, model=first.model, params=first.params)
+
+
+def wake(settings: Settings, run_id: str, llm: Any = None) -> Any:
+    """Serve again a run waiting on a durable timer (the timer actor calls this when it is
+    due): the ref of its new actor's `serve`, or None when the run no longer waits."""
+    store = EventStore(settings.store_url)
+    try:
+        state = ActorShell(RunLifecycle(), run_stream(run_id), store).load().state
+        if state.status != "waiting":
+            return None  # ended, or served again already
+        start = start_of(store, run_id)
+    finally:
+        store.close()
+    name = function_stream(run_id)
+    _let_go(name)
+    return spawn_actor(settings.placement, FunctionActor, name, (settings, run_id, llm), (start,))[1]
 
 
 def _let_go(name: str) -> None:

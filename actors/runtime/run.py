@@ -1,4 +1,5 @@
-"""A run's lifecycle as a tiny behaviour: submitted → started → completed | failed.
+"""A run's lifecycle as a tiny behaviour: submitted → started → completed | failed; a started
+run whose agent function is suspended is waiting (RunWaiting) until it is started again.
 
 Its stream is `run:{run_id}`. The client appends RunSubmitted; the actor serving the run
 appends the rest, or the client `Cancel`s it (RunFailed with an error of type `cancelled`). Every command is idempotent by state (starting a started run appends
@@ -7,14 +8,22 @@ nothing), so a retried lead actor cannot start or finish a run twice.
 
 from __future__ import annotations
 
+from datetime import datetime
 from typing import Any, Literal
 
 from actors.runtime.behaviour import Behaviour, Command
 from events.base import Event, State
 from events.errors import ErrorInfo
-from events.runs import Budget, RunCompleted, RunFailed, RunStarted, RunSubmitted
+from events.runs import (
+    Budget,
+    RunCompleted,
+    RunFailed,
+    RunStarted,
+    RunSubmitted,
+    RunWaiting,
+)
 
-RunStatus = Literal["new", "submitted", "running", "completed", "failed"]
+RunStatus = Literal["new", "submitted", "running", "waiting", "completed", "failed"]
 TERMINAL_TYPES = ("RunCompleted", "RunFailed")
 
 
@@ -36,6 +45,8 @@ class RunState(State):
     result: str | None = None
     error: ErrorInfo | None = None
     forked_from: str | None = None
+    waiting_for: str | None = None  # while waiting: the signal's name, or "sleep"
+    wake_at: datetime | None = None  # while waiting on a durable timer: when it is due
 
 
 class Submit(Command):
@@ -48,6 +59,14 @@ class Submit(Command):
 
 class Start(Command):
     lead_stream: str
+
+
+class Wait(Command):
+    """The run's agent function is suspended: on a signal named `waiting_for`, or a timer
+    due at `until`. Nothing serves the run meanwhile."""
+
+    waiting_for: str
+    until: datetime | None = None
 
 
 class Complete(Command):
@@ -90,6 +109,10 @@ class RunLifecycle(Behaviour[RunState]):
             if state.status == "running":
                 return []
             return [RunStarted(lead_stream=command.lead_stream)]
+        if isinstance(command, Wait):
+            if state.status == "waiting" and (state.waiting_for, state.wake_at) == (command.waiting_for, command.until):
+                return []
+            return [RunWaiting(waiting_for=command.waiting_for, until=command.until)]
         if isinstance(command, Complete):
             return [
                 RunCompleted(result=command.result, llm_calls=command.llm_calls, tokens=command.tokens)
@@ -115,9 +138,13 @@ class RunLifecycle(Behaviour[RunState]):
                 )
             )
         if isinstance(event, RunStarted):
-            return state.model_copy(update=dict(status="running", lead_stream=event.lead_stream))
+            return state.model_copy(
+                update=dict(status="running", lead_stream=event.lead_stream, waiting_for=None, wake_at=None)
+            )
+        if isinstance(event, RunWaiting):
+            return state.model_copy(update=dict(status="waiting", waiting_for=event.waiting_for, wake_at=event.until))
         if isinstance(event, RunCompleted):
-            return state.model_copy(update=dict(status="completed", result=event.result))
+            return state.model_copy(update=dict(status="completed", result=event.result, waiting_for=None, wake_at=None))
         if isinstance(event, RunFailed):
-            return state.model_copy(update=dict(status="failed", error=event.error))
+            return state.model_copy(update=dict(status="failed", error=event.error, waiting_for=None, wake_at=None))
         return state

@@ -94,7 +94,8 @@ def test_the_approval_agent_waits_and_a_signal_completes_it(ray_local, settings)
         run.wait(timeout=120)  # serve returns: the actor is let go of while it waits
         state = ActorShell(FunctionBehaviour(), function_stream(run.run_id), c.store).load().state
         assert state.status == "waiting" and state.waiting_for == "approval"
-        assert c.run_state(run.run_id).status == "running"  # the lifecycle's stand-in
+        run_state = c.run_state(run.run_id)
+        assert (run_state.status, run_state.waiting_for) == ("waiting", "approval")  # what `chorus runs` shows
         assert replay_run(c.store, run.run_id).ok
         result = c.signal(run.run_id, "approval", {"ok": False, "note": "shorter"}).wait(timeout=120)
         assert result.status == "completed", result

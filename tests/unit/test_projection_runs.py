@@ -17,13 +17,13 @@ from events.agent import StepDecided
 from events.base import Event
 from events.effects import LlmCompleted, LlmRequested
 from events.errors import ErrorInfo
-from events.runs import RunCompleted, RunFailed, RunStarted, RunSubmitted
+from events.runs import RunCompleted, RunFailed, RunStarted, RunSubmitted, RunWaiting
 from events.store import EventStore, Recorded
 from projections import ProjectionRunner, RunsProjection, RunsView
 
 T0 = datetime(2026, 2, 1, 9, 0, 0, tzinfo=timezone.utc)
 TABLES = RunsProjection.tables
-KEYS = ["run_id", "status", "goal", "agent", "forked_from", "submitted_at", "ended_at"]
+KEYS = ["run_id", "status", "goal", "agent", "forked_from", "submitted_at", "ended_at", "waiting_for", "wake_at"]
 ERROR = ErrorInfo(type="actor_died", reason="RuntimeError", message="boom")
 
 
@@ -58,8 +58,9 @@ class Log:
 
 def old_scan(store: EventStore, limit: int | None = None, *, started: bool = False) -> list[dict[str, Any]]:
     """`Client.runs()` as it was: every lifecycle event of the log, on every call
-    (`started`: RunStarted read too, making a submitted run "running")."""
-    types = ("RunSubmitted", "RunCompleted", "RunFailed") + (("RunStarted",) if started else ())
+    (`started`: RunStarted and RunWaiting read too, making a submitted run "running", a
+    started one "waiting")."""
+    types = ("RunSubmitted", "RunCompleted", "RunFailed") + (("RunStarted", "RunWaiting") if started else ())
     rows: dict[str, dict[str, Any]] = {}
     for rec in store.read_all(types=types):
         e: Any = rec.event
@@ -67,13 +68,17 @@ def old_scan(store: EventStore, limit: int | None = None, *, started: bool = Fal
             rows[e.run_id] = {
                 "run_id": e.run_id, "status": "submitted", "goal": e.goal, "agent": e.agent,
                 "forked_from": e.forked_from, "submitted_at": e.timestamp, "ended_at": None,
+                "waiting_for": None, "wake_at": None,
             }  # fmt: skip
         elif e.type_name == "RunStarted":
-            if e.run_id in rows and rows[e.run_id]["status"] == "submitted":
-                rows[e.run_id]["status"] = "running"
+            if e.run_id in rows and rows[e.run_id]["status"] in ("submitted", "waiting"):
+                rows[e.run_id].update(status="running", waiting_for=None, wake_at=None)
+        elif e.type_name == "RunWaiting":
+            if e.run_id in rows and rows[e.run_id]["status"] not in ("completed", "failed"):
+                rows[e.run_id].update(status="waiting", waiting_for=e.waiting_for, wake_at=e.until)
         elif e.run_id in rows:
             rows[e.run_id]["status"] = "completed" if e.type_name == "RunCompleted" else "failed"
-            rows[e.run_id]["ended_at"] = e.timestamp
+            rows[e.run_id].update(ended_at=e.timestamp, waiting_for=None, wake_at=None)
     out = sorted(rows.values(), key=lambda r: r["submitted_at"], reverse=True)
     return out[:limit] if limit else out
 
@@ -133,7 +138,7 @@ def test_the_view_lists_what_the_scan_of_the_log_did(store):
     done = view.get("done")
     assert done == {
         "run_id": "done", "status": "completed", "goal": "find Registry", "agent": "react", "forked_from": None,
-        "submitted_at": at(0), "ended_at": at(4),
+        "submitted_at": at(0), "ended_at": at(4), "waiting_for": None, "wake_at": None,
     }
     assert done["submitted_at"].tzinfo is not None
     assert view.get("fork")["forked_from"] == "done@3"  # type: ignore[index]
@@ -260,7 +265,7 @@ def test_the_view_on_every_backend(store_url):
 
 # -- property: any lifecycle, any cut into batches -----------------------------------------------
 
-KINDS = ("submit", "start", "complete", "fail", "step")
+KINDS = ("submit", "start", "wait", "complete", "fail", "step")
 plans = st.lists(
     st.tuples(st.sampled_from(KINDS), st.sampled_from(["a", "b", "c"]), st.integers(0, 5)), min_size=1, max_size=30
 )
@@ -273,6 +278,8 @@ def event_for(kind: str, run: str, t: int) -> Event:
         return RunSubmitted(goal=f"goal {t}", agent=run, forked_from=f"{run}@{t}" if t % 2 else None, run_id=run, timestamp=when)
     if kind == "start":
         return RunStarted(lead_stream=f"agent:{run}", run_id=run, timestamp=when)
+    if kind == "wait":
+        return RunWaiting(waiting_for=f"signal {t}", until=at(t + 60) if t % 2 else None, run_id=run, timestamp=when)
     if kind == "complete":
         return RunCompleted(result="r", run_id=run, timestamp=when)
     if kind == "fail":

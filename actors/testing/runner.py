@@ -1,28 +1,15 @@
-"""The testing kit for your own agents: a scripted model, an in-process runner (no Ray), and
-a replay assertion.
-
-    from actors.testing import ScriptedProvider, assert_replays, run_agent
-
-    def test_my_agent():
-        run = run_agent(my_agent, "a goal", model=["first reply", "second reply"])
-        assert run.status == "completed" and "second" in run.answer
-        assert_replays(run.store, run.run_id)       # identical, 0 live calls
-
-The runner records exactly what a run on Ray records (the same `run:ID` and `function:ID`
-streams, on a `memory://` store unless you give one), so `chorus log`-style readers, replay
-and fork work on it. A function that waits for a signal comes back with status "waiting";
-`run.signal(name, payload)` delivers one and runs it on.
-"""
+"""The in-process runner: an agent function run to its end (or its next wait) without Ray,
+recording exactly what a run on Ray records, and the replay assertion."""
 
 from __future__ import annotations
 
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-import actors.runtime.function_agent  # noqa: F401  (registers the "function" run kind)
-from actors.runtime.budget import open_ledger, run_usage
+from actors.runtime.budget import open_ledger
 from actors.runtime.durable import (
     DEFAULT_PARAMS,
     FunctionBehaviour,
@@ -31,16 +18,20 @@ from actors.runtime.durable import (
     agent_path,
     function_stream,
     load_agent,
-    run_function,
     signal_stream,
 )
+from actors.runtime.function_agent import (
+    begin_serving,
+    record_outcome,
+    run_until_settled,
+)
 from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.perform import LiveEffects
 from actors.runtime.registry import Registry
 from actors.runtime.replay import ReplayReport, replay_run
-from actors.runtime.run import Complete, Fail, RunLifecycle, Start, Submit, run_stream
+from actors.runtime.run import RunLifecycle, Submit, run_stream
 from actors.runtime.shell import ActorShell
+from actors.testing.model import ScriptedProvider
 from events.durable import SignalSent
 from events.errors import ErrorInfo
 from events.runs import Budget
@@ -60,6 +51,9 @@ class LocalRun:
     error: ErrorInfo | None
     provider: Any
     tools: dict[str, Any]
+    clock: Callable[[], datetime] | None = None
+    waiting_for: str | None = None
+    wake_at: datetime | None = None  # waiting on a durable timer: when it is due
 
     @property
     def events(self) -> list[Any]:
@@ -70,7 +64,12 @@ class LocalRun:
         stream = signal_stream(self.run_id)
         sent = SignalSent(name=name, data=payload).stamp(run_id=self.run_id)
         self.store.append(stream, [sent], self.store.stream_version(stream))
-        return _serve(self.store, self.run_id, self.provider, self.tools)
+        return self.resume()
+
+    def resume(self) -> LocalRun:
+        """Serve the run again (as the timer actor does when a durable timer is due, or
+        `chorus resume`): the function re-runs from its log."""
+        return _serve(self.store, self.run_id, self.provider, self.tools, self.clock)
 
 
 def run_agent(
@@ -83,13 +82,16 @@ def run_agent(
     llm_params: dict[str, Any] | None = None,
     budget: Budget | None = None,
     tools: dict[str, Any] | None = None,
+    clock: Callable[[], datetime] | None = None,
 ) -> LocalRun:
     """Run an agent function to its end (or its first wait for a signal) in this process.
 
     `model`: a provider (`ScriptedProvider`, any object with `complete(request)`), a list of
     replies served in order, or a function of the request. `store`: an EventStore or its URL
     (a temporary `sqlite:///...` keeps the log). `tools`: name -> an object with `execute`,
-    used instead of creating the registered tool."""
+    used instead of creating the registered tool. `clock`: what "now" is (a function
+    returning an aware datetime), so a test can pass a durable timer's time at once:
+    a long `ctx.sleep` comes back "waiting" with `wake_at`; move the clock on and `resume()`."""
     provider = model if hasattr(model, "complete") else ScriptedProvider(list(model) if isinstance(model, (list, tuple)) else model)
     store = store if isinstance(store, EventStore) else EventStore(store)
     run_id = run_id or uuid.uuid4().hex[:12]
@@ -103,13 +105,15 @@ def run_agent(
     ))  # fmt: skip
     shell = ActorShell(FunctionBehaviour(), function_stream(run_id), store, run_id=run_id).load()
     shell.handle(StartFunction(key="start", agent=path, goal=goal, model="scripted", params=params))
-    return _serve(store, run_id, provider, dict(tools or {}))
+    return _serve(store, run_id, provider, dict(tools or {}), clock)
 
 
-def _serve(store: EventStore, run_id: str, provider: Any, tools: dict[str, Any]) -> LocalRun:
+def _serve(
+    store: EventStore, run_id: str, provider: Any, tools: dict[str, Any], clock: Callable[[], datetime] | None
+) -> LocalRun:
     shell = ActorShell(FunctionBehaviour(), function_stream(run_id), store, run_id=run_id).load()
     lifecycle = ActorShell(RunLifecycle(), run_stream(run_id), store, run_id=run_id).load()
-    lifecycle.handle(Start(key="start", lead_stream=shell.stream_id))
+    begin_serving(lifecycle, shell)
 
     def invoke(name: str, args: dict[str, Any]) -> str:
         if name not in tools:
@@ -117,15 +121,14 @@ def _serve(store: EventStore, run_id: str, provider: Any, tools: dict[str, Any])
         return tools[name].execute(**args)
 
     ledger = open_ledger(store, run_id, streams=[shell.stream_id])  # the run's budget, in this process
-    effects = LiveDurable(LiveEffects(LlmGateway(provider), invoke, ledger), store, run_id)
-    outcome = run_function(shell, load_agent(shell.state.agent), effects, store.read_stream(shell.stream_id))
-    if outcome.status == "completed":
-        used = run_usage(store, run_id, [shell.stream_id])
-        lifecycle.handle(Complete(key="finish", result=outcome.result or "", llm_calls=used.calls, tokens=used.tokens))
-    elif outcome.status == "failed":
-        lifecycle.handle(Fail(key="finish", error=outcome.error))
-    status = "waiting" if outcome.status == "waiting" else lifecycle.state.status
-    return LocalRun(run_id, store, status, outcome.result, outcome.error, provider, tools)
+    effects = LiveDurable(LiveEffects(LlmGateway(provider), invoke, ledger), store, run_id, clock)
+    outcome = run_until_settled(shell, load_agent(shell.state.agent), effects)
+    record_outcome(lifecycle, shell, outcome)
+    state = lifecycle.state
+    return LocalRun(
+        run_id, store, state.status, outcome.result, outcome.error, provider, tools, clock,
+        waiting_for=state.waiting_for, wake_at=state.wake_at,
+    )  # fmt: skip
 
 
 def assert_replays(store: EventStore, run_id: str) -> ReplayReport:

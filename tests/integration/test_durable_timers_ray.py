@@ -11,10 +11,10 @@ import pytest
 
 from actors import Client
 from actors.runtime.durable import IN_PLACE_S, SLEEP, function_stream
-from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.replay import replay_run
 from actors.runtime.settings import Settings
 from actors.runtime.timers import timer_actor_name
+from actors.testing import ScriptedProvider
 from tests.support.durable_agents import lines, naps, waits_with_timeout
 from tests.support.function_agents import slow_reply
 
@@ -29,7 +29,7 @@ def settings(tmp_path):
 def test_a_long_sleep_suspends_the_run_and_the_timer_actor_wakes_it(ray_local, settings, tmp_path):
     ray = ray_local
     log = tmp_path / "calls.txt"
-    with Client(settings=settings, llm=ScriptedProvider(functools.partial(str(log)))) as c:
+    with Client(settings=settings, llm=ScriptedProvider(functools.partial(slow_reply, str(log)))) as c:
         run = c.submit(str(LONG), agent=naps)
         assert run.wait(timeout=120).status == "waiting"  # serve returned: nothing holds the run
         state = c.run_state(run.run_id)

@@ -13,10 +13,10 @@ import pytest
 
 from actors import Client
 from actors.runtime.durable import FunctionBehaviour, FunctionState, function_stream
-from actors.runtime.llm.testing import ScriptedProvider
 from actors.runtime.replay import replay_run
 from actors.runtime.run import RunLifecycle, RunState, run_stream
 from actors.runtime.settings import Settings
+from actors.testing import ScriptedProvider
 from tests.support.durable_agents import lines, tools_and_calls
 from tests.support.function_agents import slow_reply
 
@@ -36,7 +36,7 @@ def fold(behaviour, initial, events):
 def test_a_killed_function_actor_repeats_no_completed_call_and_completes(ray_local, settings, tmp_path):
     ray = ray_local
     calls, effects = tmp_path / "calls.txt", tmp_path / "effects.txt"
-    with Client(settings=settings, llm=ScriptedProvider(functools.partial(str(calls)))) as c:
+    with Client(settings=settings, llm=ScriptedProvider(functools.partial(slow_reply, str(calls)))) as c:
         run = c.submit(str(effects), agent=tools_and_calls)
         stream = function_stream(run.run_id)
         deadline = time.monotonic() + 120

@@ -2,7 +2,11 @@
 //
 // Views (hash routes): #/ the runs, #/run/ID a run's timeline (one lane per actor stream,
 // live through the SSE route; click an event for its payload and the actor's state at that
-// version), #/diff?a=RUN&b=RUN the diff of two runs. A simulation run also shows who is
+// version), #/diff?a=RUN&b=RUN the diff of two runs, #/compare?a=RUN&b=RUN the two side by side
+// at the first event where they part (aligned events, the state diff, the prompt diff).
+// A run's page acts (replay, fork here, cancel, resume, signal, export), each confirmed and
+// each checked by the server against the token's scope, and has a time axis (bars sized by
+// wall time per actor lane). A simulation run also shows who is
 // where at each cycle, derived from its world and director events.
 //
 // Auth: the bearer token typed in the header box is kept in localStorage and sent as
@@ -91,6 +95,22 @@
     return resp.json();
   }
 
+  // A POST (or another method) with a JSON body; the answer's JSON.
+  async function send(path, body, method) {
+    let resp;
+    try {
+      resp = await fetch("v1/" + path, {
+        method: method || "POST",
+        headers: headers({ "Content-Type": "application/json" }),
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (e) {
+      throw new ApiError(0, "cannot reach the Chorus server (" + e.message + ")");
+    }
+    if (!resp.ok) throw new ApiError(resp.status, await detailOf(resp));
+    return resp.json();
+  }
+
   async function detailOf(resp) {
     try {
       const body = await resp.json();
@@ -160,6 +180,7 @@
     const { parts, query } = parseHash();
     if (parts[0] === "run" && parts[1]) current = runView(view, parts[1]);
     else if (parts[0] === "diff") current = diffView(view, query);
+    else if (parts[0] === "compare") current = compareView(view, query);
     else current = runsView(view, query);
   }
 
@@ -185,25 +206,71 @@
     const queue = [...cells];
     const worker = async () => {
       while (queue.length && !isStopped()) {
-        const [runId, cell] = queue.shift();
+        const [runId, cell, tokensCell] = queue.shift();
         try {
-          const [text, title] = usageText(await api(`runs/${encodeURIComponent(runId)}/llm`));
+          const log = await api(`runs/${encodeURIComponent(runId)}/llm`);
+          const [text, title] = usageText(log);
           cell.textContent = text;
           cell.title = title;
+          if (tokensCell) {
+            const u = log && log.usage;
+            tokensCell.textContent = u ? String((u.prompt_tokens || 0) + (u.completion_tokens || 0)) : "0";
+            tokensCell.title = title;
+          }
         } catch (err) {
           cell.textContent = "?";
           cell.title = err.message;
+          if (tokensCell) tokensCell.textContent = "?";
         }
       }
     };
     for (let i = 0; i < 4; i++) worker();
   }
 
-  function usageCell(run, pending) {
+  function usageCells(run, pending) {
     const known = llmCalls(run);
     const cell = h("td", { class: "num llm-calls", text: known === null ? "…" : known });
-    if (known === null) pending.push([run.run_id, cell]);
-    return cell;
+    const tokens = h("td", { class: "num tokens", text: "…" });
+    pending.push([run.run_id, cell, tokens]);
+    return [cell, tokens];
+  }
+
+  // How long a run took (or has been going): "12.3 s", "4 min 5 s", "1 h 2 min".
+  function duration(run) {
+    const start = Date.parse(run.submitted_at || run.started_at || "");
+    if (isNaN(start)) return "—";
+    const end = run.ended_at ? Date.parse(run.ended_at) : Date.now();
+    const s = Math.max(0, (end - start) / 1000);
+    const text = s < 60 ? s.toFixed(1) + " s" : s < 3600 ? `${Math.floor(s / 60)} min ${Math.round(s % 60)} s` : `${Math.floor(s / 3600)} h ${Math.round((s % 3600) / 60)} min`;
+    return run.ended_at ? text : text + " so far";
+  }
+
+  // The runs in fork order: each fork right under the run it came from (when on this page).
+  function forkTree(runs) {
+    const ids = new Set(runs.map((r) => r.run_id));
+    const parentOf = (r) => (r.forked_from ? String(r.forked_from).split("@")[0] : null);
+    const children = new Map();
+    for (const r of runs) {
+      const p = parentOf(r);
+      if (p && ids.has(p) && p !== r.run_id) {
+        if (!children.has(p)) children.set(p, []);
+        children.get(p).push(r);
+      }
+    }
+    const out = [];
+    const seen = new Set();
+    const walk = (r, depth) => {
+      if (seen.has(r.run_id)) return;
+      seen.add(r.run_id);
+      out.push([r, depth]);
+      for (const c of children.get(r.run_id) || []) walk(c, depth + 1);
+    };
+    for (const r of runs) {
+      const p = parentOf(r);
+      if (!(p && ids.has(p) && p !== r.run_id)) walk(r, 0);
+    }
+    for (const r of runs) walk(r, 0); // a cycle (cannot happen): still every run once
+    return out;
   }
 
   function kindOf(run) { return run.kind || run.agent || "—"; }
@@ -218,6 +285,12 @@
       const [a, b] = [...chosen];
       location.hash = "#/diff?" + new URLSearchParams({ a, b });
     });
+    const compareButton = h("button", { type: "button", id: "compare-selected", disabled: true, text: "Side by side" });
+    compareButton.addEventListener("click", () => {
+      const [a, b] = [...chosen];
+      location.hash = "#/compare?" + new URLSearchParams({ a, b });
+    });
+    const search = h("input", { id: "run-search", type: "search", placeholder: "search id, goal, kind…", size: 24, value: query.get("q") || "" });
     const kindInput = h("input", { name: "kind", value: kind, placeholder: "any kind", size: 12 });
     const statusSelect = h("select", { name: "status" },
       ["", "submitted", "running", "completed", "failed"].map((s) =>
@@ -228,7 +301,16 @@
       if (kindInput.value.trim()) q.set("kind", kindInput.value.trim());
       if (statusSelect.value) q.set("status", statusSelect.value);
       location.hash = "#/" + (q.toString() ? "?" + q : "");
-    } }, h("label", {}, "Kind ", kindInput), h("label", {}, "Status ", statusSelect), h("button", { type: "submit", text: "Filter" }), diffButton);
+    } }, h("label", {}, "Kind ", kindInput), h("label", {}, "Status ", statusSelect), h("button", { type: "submit", text: "Filter" }),
+      h("label", {}, "Search ", search), diffButton, compareButton);
+    const applySearch = () => {
+      const words = search.value.toLowerCase().split(/\s+/).filter(Boolean);
+      for (const tr of body.querySelectorAll("tr.run")) {
+        const text = tr.dataset.search || "";
+        tr.hidden = !words.every((w) => text.includes(w));
+      }
+    };
+    search.addEventListener("input", applySearch);
     const body = h("div", { id: "runs" }, h("p", { class: "muted", text: "Loading runs…" }));
     append(view, [h("h1", { text: "Runs" }), filters, body]);
 
@@ -241,24 +323,29 @@
         body.appendChild(h("p", { class: "empty", text: offset ? "No more runs." : "No runs yet." }));
       } else {
         const pending = [];
-        const rows = runs.map((run) => {
+        const rows = forkTree(runs).map(([run, depth]) => {
           const box = h("input", { type: "checkbox", title: "select for a diff", "aria-label": "select " + run.run_id });
           box.addEventListener("change", () => {
             if (box.checked) chosen.add(run.run_id); else chosen.delete(run.run_id);
             diffButton.disabled = chosen.size !== 2;
+            compareButton.disabled = chosen.size !== 2;
           });
-          return h("tr", { class: "run", dataset: { run: run.run_id } },
+          const status = String(run.status || "") + (run.waiting_for ? " (waiting: " + run.waiting_for + ")" : "");
+          return h("tr", { class: "run" + (depth ? " fork" : ""), dataset: { run: run.run_id, depth: String(depth), search: [run.run_id, run.goal, kindOf(run), run.status, run.forked_from].join(" ").toLowerCase() } },
             h("td", {}, box),
-            h("td", {}, h("a", { href: "#/run/" + encodeURIComponent(run.run_id), class: "run-link", text: run.run_id })),
+            h("td", { class: "run-id", style: depth ? { paddingLeft: (0.6 + 1.4 * depth) + "em" } : null, title: run.forked_from ? "a fork of " + run.forked_from : null },
+              h("a", { href: "#/run/" + encodeURIComponent(run.run_id), class: "run-link", text: run.run_id })),
             h("td", { class: "kind", text: kindOf(run) }),
-            h("td", {}, h("span", { class: "status " + String(run.status || ""), text: run.status || "—" })),
+            h("td", {}, h("span", { class: "status " + String(run.status || ""), text: status || "—" })),
             h("td", { class: "goal", title: run.goal || "", text: short(run.goal, 90) }),
             h("td", { class: "time", text: when(run.submitted_at || run.started_at) }),
-            usageCell(run, pending));
+            h("td", { class: "num duration", text: duration(run) }),
+            usageCells(run, pending));
         });
         body.appendChild(h("table", { class: "runs" },
-          h("thead", {}, h("tr", {}, ["", "Run", "Kind", "Status", "Goal", "Started", "LLM calls"].map((t) => h("th", { text: t })))),
+          h("thead", {}, h("tr", {}, ["", "Run", "Kind", "Status", "Goal", "Started", "Duration", "LLM calls", "Tokens"].map((t) => h("th", { text: t })))),
           h("tbody", {}, rows)));
+        applySearch();
         fillUsage(pending, () => stopped);
       }
       const total = typeof page.total === "number" ? page.total : offset + runs.length;
@@ -352,12 +439,202 @@
     const detail = h("aside", { id: "detail" }, h("p", { class: "muted", text: "Click an event to see its payload and the actor's state at that version." }));
     const sim = h("section", { id: "sim", hidden: true });
     const problems = h("div", { id: "run-problem" });
+    const actions = h("div", { id: "actions", class: "actions" });
+    const outcome = h("div", { id: "action-result", "aria-live": "polite" });
+    const axis = h("div", { id: "timeaxis", class: "timeaxis", hidden: true });
+    const axisToggle = h("button", { type: "button", id: "axis-toggle", "aria-pressed": "false", text: "Time axis" });
+    const gridWrap = h("div", { class: "timeline-wrap" }, grid);
+    axisToggle.addEventListener("click", () => {
+      const on = axis.hidden;
+      axis.hidden = !on;
+      gridWrap.hidden = on;
+      axisToggle.setAttribute("aria-pressed", String(on));
+      axisToggle.textContent = on ? "Event order" : "Time axis";
+      if (on) drawAxis();
+    });
+    const labels = new Map(); // position -> [the kind's line, is an error]
     append(view, [
       h("p", {}, h("a", { href: "#/", text: "← runs" })),
-      header, problems, sim,
-      h("h2", {}, "Timeline ", liveState),
-      h("div", { class: "split" }, h("div", { class: "timeline-wrap" }, grid), detail),
+      header, actions, outcome, problems, sim,
+      h("h2", {}, "Timeline ", liveState, " ", axisToggle),
+      h("div", { class: "split" }, h("div", {}, gridWrap, axis), detail),
     ]);
+
+    // -- actions: each confirmed; the server checks the token's scope ----------------------------
+    function say(node) { clear(outcome); if (node) outcome.appendChild(node); }
+
+    function act(label, scope, question, doIt, opts) {
+      const b = h("button", { type: "button", class: "act", id: "act-" + label.toLowerCase().replace(/[^a-z]+/g, "-"), title: "needs the " + scope + " scope", text: label });
+      b.addEventListener("click", async () => {
+        const q = typeof question === "function" ? question() : question;
+        if (q === null) return;
+        if (!window.confirm(q)) return;
+        b.disabled = true;
+        say(h("p", { class: "muted", text: label + "…" }));
+        try {
+          say(await doIt());
+        } catch (err) {
+          say(problem(err));
+        } finally {
+          b.disabled = !!(opts && opts.once);
+        }
+      });
+      return b;
+    }
+
+    function verdict(r) {
+      const box = h("div", { class: "verdict " + (r.ok ? "ok" : "bad"), id: "replay-verdict" });
+      if (r.ok) {
+        append(box, [h("strong", { text: "Replay identical" }),
+          ` — ${r.events} events re-executed from the log, ${r.llm_calls} LLM calls and ${r.tool_calls} tool calls served from it, 0 live calls` +
+          (r.replay_s ? ` (${secs(r.replay_s)} against ${secs(r.original_s)} live)` : "")]);
+      } else {
+        const d = r.divergence || {};
+        append(box, [h("strong", { text: "Replay diverged" }), ` at ${d.stream_id}@${d.version}` + (d.reason ? ": " + d.reason : ""),
+          h("pre", { class: "text", text: d.description || "" })]);
+        const at = events.find((e) => e.stream_id === d.stream_id && e.version === d.version);
+        if (at) append(box, [" ", h("button", { type: "button", text: "show that event", onclick: () => pick(at.position) })]);
+      }
+      for (const n of r.notes || []) box.appendChild(h("p", { class: "muted", text: n }));
+      return box;
+    }
+
+    function showActions() {
+      clear(actions);
+      if (!run) return;
+      const ended = TERMINAL.has(String(run.status));
+      const enc = encodeURIComponent(runId);
+      const sigName = h("input", { id: "signal-name", placeholder: "signal name", size: 12, value: run.waiting_for && run.waiting_for !== "sleep" ? run.waiting_for : "" });
+      const sigPayload = h("input", { id: "signal-payload", placeholder: 'payload (JSON), e.g. {"approved": true}', size: 26 });
+      append(actions, [
+        act("Replay", "read", "Replay this run from its log? (no model, no tools: nothing live is called)",
+          async () => verdict(await api(`runs/${enc}/replay`))),
+        act("Export fixture", "read", "Download this run as a sealed JSON-lines replay fixture?", async () => {
+          const resp = await fetch(`v1/runs/${enc}/fixture`, { headers: headers({ Accept: "application/x-ndjson" }) });
+          if (!resp.ok) throw new ApiError(resp.status, await detailOf(resp));
+          const blob = await resp.blob();
+          const a = h("a", { href: URL.createObjectURL(blob), download: runId + ".jsonl" });
+          document.body.appendChild(a);
+          a.click();
+          setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
+          return h("p", { class: "ok", text: `exported ${runId}.jsonl (${blob.size} bytes)` });
+        }),
+        run.forked_from ? h("a", { class: "button", id: "compare-origin", href: "#/compare?" + new URLSearchParams({ a: String(run.forked_from).split("@")[0], b: runId }), text: "Compare with origin" }) : null,
+        ended ? null : act("Cancel", "operate", `Cancel run ${runId}? It is recorded as failed (cancelled) and its actors stopped.`, async () => {
+          const r = await send(`runs/${enc}/cancel`, { reason: "from the debugging page" });
+          run.status = r.status; showFacts(); showActions();
+          return h("p", { text: `run ${r.run_id} is ${r.status}` + (r.error ? ": " + errorLine(r.error) : "") });
+        }, { once: true }),
+        ended ? null : act("Resume", "operate", `Serve run ${runId} again from its log? (for a run whose actors died)`, async () => {
+          const r = await send(`runs/${enc}/resume`);
+          return h("p", { text: `run ${r.run_id} resumed: ${r.status}` });
+        }),
+        ended ? null : h("span", { class: "signal" }, sigName, sigPayload, act("Signal", "operate", () => {
+          const name = sigName.value.trim();
+          if (!name) { say(problem(new Error("give the signal's name (what the run waits for)"))); return null; }
+          return `Send signal “${name}” to run ${runId}?`;
+        }, async () => {
+          let payload = null;
+          const raw = sigPayload.value.trim();
+          if (raw) {
+            try { payload = JSON.parse(raw); } catch (e) { payload = raw; }
+          }
+          const r = await send(`runs/${enc}/signals/${encodeURIComponent(sigName.value.trim())}`, { payload });
+          return h("p", { text: `signal ${r.signal} sent; the run is ${r.status}` });
+        })),
+      ]);
+    }
+
+    function loadLabels() {
+      api(`runs/${encodeURIComponent(runId)}/labels`).then((out) => {
+        if (stopped) return;
+        for (const l of out.labels || []) labels.set(l.position, [l.label, l.error]);
+        for (const chip of grid.querySelectorAll(".ev")) relabel(chip);
+      }).catch(() => { /* the page's own lines stand */ });
+    }
+
+    // the kind's line (its `describe`, plugins' event types included) as the chip's title,
+    // and as its label where the page knows the type no better
+    function relabel(chip) {
+      const l = labels.get(parseInt(chip.dataset.pos, 10));
+      if (!l) return;
+      chip.title = l[0] + "  (" + chip.dataset.stream + ")";
+      if (!chip.querySelector(".label")) chip.appendChild(h("span", { class: "label kind-label", text: l[0] }));
+      if (l[1]) chip.classList.add("error");
+    }
+
+    function pick(position) {
+      const chip = grid.querySelector(`.ev[data-pos='${position}']`);
+      const e = byPos.get(position);
+      if (chip && e) { select(e, chip); chip.scrollIntoView({ block: "center" }); }
+    }
+
+    // -- the time axis: per lane, bars sized by wall time ----------------------------------------
+    function spans() {
+      // [event, start ms, end ms, kind] for every event: LLM and tool calls span from the
+      // request to the answer; other events are instants
+      const t = (e) => Date.parse(e.timestamp || "");
+      const out = [];
+      const open = new Map();
+      for (const e of events) {
+        const d = dataOf(e);
+        const key = e.stream_id + "#" + d.call_index;
+        if (e.type === "LlmRequested" || e.type === "ToolCalled") { open.set((e.type === "ToolCalled" ? "tool:" : "llm:") + key, e); continue; }
+        if (e.type === "LlmCompleted" || e.type === "LlmFailed" || e.type === "ToolReturned") {
+          const isTool = e.type === "ToolReturned";
+          const req = open.get((isTool ? "tool:" : "llm:") + key);
+          const end = t(e);
+          let start = req ? t(req) : NaN;
+          if (typeof d.latency_s === "number" && (isNaN(start) || end - start < d.latency_s * 1000)) start = end - d.latency_s * 1000;
+          if (isNaN(start)) start = end;
+          out.push([e, start, end, isTool ? "tool" : e.type === "LlmFailed" ? "llm error" : "llm", req || null]);
+          continue;
+        }
+        out.push([e, t(e), t(e), "instant", null]);
+      }
+      return out.filter((x) => !isNaN(x[1]) && !isNaN(x[2]));
+    }
+
+    function drawAxis() {
+      clear(axis);
+      const all = spans();
+      if (!all.length) { axis.appendChild(h("p", { class: "empty", text: "No events with timestamps." })); return; }
+      const t0 = Math.min(...all.map((x) => x[1]));
+      const t1 = Math.max(...all.map((x) => x[2]));
+      const total = Math.max(1, t1 - t0);
+      const calls = all.filter((x) => x[3] !== "instant");
+      const slowest = calls.length ? calls.reduce((m, x) => (x[2] - x[1] > m[2] - m[1] ? x : m)) : null;
+      const fmt = (ms) => secs(ms / 1000);
+      append(axis, [
+        h("p", { class: "axis-head" }, `${fmt(total)} from the first event to the last. `,
+          h("span", { class: "key llm", text: "LLM call" }), " ", h("span", { class: "key tool", text: "tool call" }), " ", h("span", { class: "key instant", text: "event" }),
+          slowest ? [" · slowest: ", h("button", { type: "button", id: "slowest-link", class: "linkish", text: `${slowest[3] === "tool" ? "tool " + dataOf(slowest[0]).tool : "LLM #" + dataOf(slowest[0]).call_index} on ${slowest[0].stream_id}, ${fmt(slowest[2] - slowest[1])}`, onclick: () => pick(slowest[0].position) })] : null),
+      ]);
+      const streams = [...lanes.keys()];
+      const ticks = h("div", { class: "axis-ticks" });
+      for (let i = 0; i <= 4; i++) ticks.appendChild(h("span", { style: { left: (i * 25) + "%" }, text: fmt(total * i / 4) }));
+      axis.appendChild(h("div", { class: "axis-row" }, h("div", { class: "axis-lane" }), ticks));
+      for (const stream of streams) {
+        const track = h("div", { class: "axis-track" });
+        for (const x of all.filter((y) => y[0].stream_id === stream)) {
+          const [e, a, b, kind] = x;
+          const left = ((a - t0) / total) * 100;
+          const width = ((b - a) / total) * 100;
+          const d = dataOf(e);
+          const what = kind === "tool" ? `${d.tool} (tool)` : kind.startsWith("llm") ? `LLM #${d.call_index}` : e.type;
+          const bar = h("button", {
+            type: "button",
+            class: "bar " + kind + (x === slowest ? " slowest" : ""),
+            style: { left: left + "%", width: kind === "instant" ? null : `max(${width}%, 3px)` },
+            dataset: { pos: String(e.position), type: e.type, ms: String(Math.round(b - a)) },
+            title: `${what}: ${fmt(b - a)} at +${fmt(a - t0)} (position ${e.position})`,
+          }, kind !== "instant" && width > 8 ? h("span", { text: `${what} ${fmt(b - a)}` }) : null);
+          bar.addEventListener("click", () => { const chip = grid.querySelector(`.ev[data-pos='${e.position}']`); if (chip) select(e, chip); });
+          track.appendChild(bar);
+        }
+        axis.appendChild(h("div", { class: "axis-row" }, h("div", { class: "axis-lane", title: stream, text: stream }), track));
+      }
+    }
 
     const usage = h("span", { id: "run-llm", text: "…" });
     function loadUsage() {
@@ -381,6 +658,7 @@
         row("LLM calls", usage),
         fork ? row("Forked from", fork) : null,
       ]);
+      showActions();
     }
 
     function laneOf(stream, first) {
@@ -411,11 +689,13 @@
       place(e, events.length + 1);
       if (run && e.stream_id === "run:" + runId) {
         const s = { RunCompleted: "completed", RunFailed: "failed", RunStarted: "running" }[e.type];
-        if (s) {
+        // the run as the API reported it stands while its history loads: no flash of "running"
+        if (s && s !== run.status && !(s === "running" && TERMINAL.has(String(run.status)))) {
           run.status = s;
           showFacts();
           if (s !== "running") {
             loadUsage();
+            loadLabels();
             // the run has ended: take what is still in flight, then stop following
             setTimeout(() => {
               if (stopped) return;
@@ -443,6 +723,15 @@
       }, h("span", { class: "type", text: e.type }), label ? h("span", { class: "label", text: label }) : null);
       chip.addEventListener("click", () => select(e, chip));
       grid.appendChild(chip);
+      relabel(chip);
+      if (!axis.hidden) scheduleAxis();
+    }
+
+    let axisPending = false;
+    function scheduleAxis() {
+      if (axisPending) return;
+      axisPending = true;
+      requestAnimationFrame(() => { axisPending = false; if (!axis.hidden) drawAxis(); });
     }
 
     function redraw() {
@@ -455,6 +744,55 @@
       const want = { LlmRequested: ["LlmCompleted", "LlmFailed"], LlmCompleted: ["LlmRequested"], LlmFailed: ["LlmRequested"], ToolCalled: ["ToolReturned"], ToolReturned: ["ToolCalled"] }[e.type];
       if (!want) return null;
       return events.find((o) => o.stream_id === e.stream_id && want.includes(o.type) && dataOf(o).call_index === d.call_index) || null;
+    }
+
+    // What changed in the messages since the same actor's previous LLM call.
+    function contextDiff(req) {
+      const box = h("section", { id: "context-diff" });
+      const before = events.filter((o) => o.type === "LlmRequested" && o.stream_id === req.stream_id && o.position < req.position);
+      const prev = before[before.length - 1];
+      if (!prev) {
+        append(box, [h("h4", { text: "Context diff" }), h("p", { class: "muted", text: "the actor's first LLM call: nothing before it to compare" })]);
+        return box;
+      }
+      const rows = messageDiff(dataOf(prev).messages, dataOf(req).messages);
+      const count = (st) => rows.filter((r) => r.status === st).length;
+      append(box, [
+        h("h4", {}, "Context diff since LLM call #" + dataOf(prev).call_index + " ", h("span", { class: "muted", text: `(${count("same")} unchanged, ${count("changed")} changed, ${count("added")} added, ${count("removed")} removed)` })),
+        messageRows(rows, true),
+      ]);
+      return box;
+    }
+
+    function forkForm(e) {
+      const model = h("input", { id: "fork-model", placeholder: "same model", size: 14 });
+      const temp = h("input", { id: "fork-temperature", type: "number", min: "0", max: "2", step: "0.1", placeholder: "same", style: { width: "5em" } });
+      const out = h("div", { id: "fork-result" });
+      const button = h("button", { type: "button", id: "fork-here", title: "needs the operate scope", text: "Fork here" });
+      button.addEventListener("click", async () => {
+        const body = { at: e.position };
+        if (model.value.trim()) body.model = model.value.trim();
+        if (temp.value.trim() !== "") {
+          const t = Number(temp.value);
+          if (!(t >= 0 && t <= 2)) { clear(out); out.appendChild(problem(new Error("temperature is between 0 and 2"))); return; }
+          body.temperature = t;
+        }
+        const what = `Fork run ${runId} at position ${e.position} (${e.type})` + (body.model ? `, model ${body.model}` : "") + (body.temperature !== undefined ? `, temperature ${body.temperature}` : "") + "? A new run starts from here and continues live.";
+        if (!window.confirm(what)) return;
+        button.disabled = true;
+        clear(out);
+        try {
+          const r = await send(`runs/${encodeURIComponent(runId)}/fork`, body);
+          append(out, [h("p", { class: "ok" }, "forked: ", h("a", { id: "fork-link", href: "#/run/" + encodeURIComponent(r.run_id), text: r.run_id }), ` (${r.status})`)]);
+        } catch (err) {
+          out.appendChild(problem(err));
+        } finally {
+          button.disabled = false;
+        }
+      });
+      return h("section", { class: "fork-form" }, h("h4", { text: "Fork here" }),
+        h("p", { class: "muted", text: `a new run from this run as it was at position ${e.position}, continued live` }),
+        h("div", { class: "filters" }, h("label", {}, "Model ", model), h("label", {}, "Temperature ", temp), button), out);
     }
 
     function messageBlock(messages) {
@@ -488,6 +826,7 @@
               h("pre", { class: "text completion", text: cd.content || "" })]
             : res ? h("p", { class: "error", text: errorLine(cd.error) }) : h("p", { class: "muted", text: "no completion yet" }),
         ]);
+        if (req) detail.appendChild(contextDiff(req));
       } else if (e.type === "ToolCalled" || e.type === "ToolReturned") {
         const call = e.type === "ToolCalled" ? e : other;
         const ret = e.type === "ToolCalled" ? other : e;
@@ -496,6 +835,7 @@
           h("h4", { text: "Result" }), ret ? h("pre", { class: "text", text: dataOf(ret).output || errorLine(dataOf(ret).error) }) : h("p", { class: "muted", text: "no result yet" }),
         ]);
       }
+      detail.appendChild(forkForm(e));
       const stateBox = h("div", { id: "state" }, h("p", { class: "muted", text: "Loading the actor's state…" }));
       append(detail, [h("h4", {}, "State of ", h("code", { text: e.stream_id }), ` at version ${e.version}`), stateBox]);
       append(detail, [h("h4", { text: "Payload" }), json(d)]);
@@ -595,6 +935,7 @@
         loadUsage();
         await loadAll();
         if (stopped) return;
+        loadLabels();
         drawSim();
         if (!events.length) grid.appendChild(h("p", { class: "empty", style: { gridRow: "2", gridColumn: "1 / -1" }, text: "No events yet." }));
         if (TERMINAL.has(String(run.status))) {
@@ -742,6 +1083,112 @@
     return { stop() { stopped = true; } };
   }
 
+  // -- two prompts, message by message -------------------------------------------------------
+
+  function messageDiff(old, now) {
+    const list = (m) => (Array.isArray(m) ? m : m === null || m === undefined ? [] : [{ role: "?", content: m }]);
+    const a = list(old), b = list(now);
+    const out = [];
+    const text = (m) => (m === null || m === undefined ? null : typeof m.content === "string" ? m.content : JSON.stringify(m.content, null, 2));
+    for (let i = 0; i < Math.max(a.length, b.length); i++) {
+      const x = a[i], y = b[i];
+      const status = x === undefined ? "added" : y === undefined ? "removed" : text(x) === text(y) && x.role === y.role ? "same" : "changed";
+      out.push({ index: i, status, role: ((y || x) && (y || x).role) || "?", a: text(x), b: text(y) });
+    }
+    return out;
+  }
+
+  // Rows of a message diff: unchanged runs folded to one line; a changed message shows both.
+  function messageRows(rows, onlyNew) {
+    const list = h("ol", { class: "msg-diff" });
+    let same = 0;
+    const flush = () => { if (same) list.appendChild(h("li", { class: "same-run muted", text: `${same} message${same > 1 ? "s" : ""} unchanged` })); same = 0; };
+    for (const r of rows) {
+      if (r.status === "same") { same++; continue; }
+      flush();
+      const li = h("li", { class: "msg " + r.status, dataset: { status: r.status } }, h("span", { class: "role", text: `${r.role} · ${r.status}` }));
+      if (r.status === "changed" && !onlyNew) {
+        li.appendChild(h("div", { class: "two" }, h("pre", { class: "text was", text: r.a }), h("pre", { class: "text now", text: r.b })));
+      } else if (r.status === "changed") {
+        li.appendChild(h("details", {}, h("summary", { text: "before" }), h("pre", { class: "text was", text: r.a })));
+        li.appendChild(h("pre", { class: "text now", text: r.b }));
+      } else {
+        li.appendChild(h("pre", { class: "text " + (r.status === "added" ? "now" : "was"), text: r.status === "added" ? r.b : r.a }));
+      }
+      list.appendChild(li);
+    }
+    flush();
+    return list;
+  }
+
+  // -- two runs side by side ----------------------------------------------------------------------
+
+  function compareView(view, query) {
+    const a = query.get("a") || "";
+    const b = query.get("b") || "";
+    const inA = h("input", { name: "a", value: a, placeholder: "run A (e.g. the origin)", size: 22 });
+    const inB = h("input", { name: "b", value: b, placeholder: "run B (e.g. its fork)", size: 22 });
+    const form = h("form", { class: "filters", onsubmit: (ev) => {
+      ev.preventDefault();
+      location.hash = "#/compare?" + new URLSearchParams({ a: inA.value.trim(), b: inB.value.trim() });
+    } }, h("label", {}, "A ", inA), h("label", {}, "B ", inB), h("button", { type: "submit", text: "Compare" }));
+    const out = h("div", { id: "compare" });
+    append(view, [h("h1", { text: "Two runs side by side" }), form, out]);
+    let stopped = false;
+    if (!(a && b)) {
+      out.appendChild(h("p", { class: "muted", text: "Give two run ids, tick two runs in the list, or open it from a fork (“Compare with origin”)." }));
+      return { stop() { stopped = true; } };
+    }
+    out.appendChild(h("p", { class: "muted", text: "Comparing…" }));
+    api("compare", { a, b }).then((c) => {
+      if (stopped) return;
+      clear(out);
+      const link = (id) => h("a", { href: "#/run/" + encodeURIComponent(id), text: id });
+      const cell = (e, side) => {
+        if (!e) return h("td", { class: "none muted", text: "(no more events)" });
+        const [label, cls] = describe(e, {});
+        const d = e.data || {};
+        const extra = e.type === "LlmCompleted" ? short(d.content, 160) : e.type === "LlmRequested" ? (d.model || "") : "";
+        return h("td", { class: "side " + side + " " + cls },
+          h("span", { class: "type", text: `@${e.version} ${e.type}` }), " ",
+          e.position ? h("a", { class: "pos-link", href: "#/run/" + encodeURIComponent(side === "a" ? c.a : c.b), title: "position " + e.position, text: "#" + e.position }) : null,
+          label ? h("span", { class: "label", text: label }) : null,
+          extra ? h("span", { class: "extra", text: extra }) : null);
+      };
+      append(out, [
+        h("p", { id: "compare-summary" }, link(c.a), " and ", link(c.b), c.identical
+          ? `: the same ${c.shared} events of the ${c.lead_label}, in the same order`
+          : `: the ${c.lead_label} share their first ${c.shared} events and part at event ${c.shared + 1}`),
+        h("table", { class: "facts-two" }, h("tbody", {},
+          h("tr", {}, h("th", {}, link(c.a)), h("td", { text: `${c.events_a} lead events; ${c.end_a}` })),
+          h("tr", {}, h("th", {}, link(c.b)), h("td", { text: `${c.events_b} lead events; ${c.end_b}` })))),
+        h("h2", { text: "Aligned at the parting" }),
+        h("table", { class: "aligned", id: "aligned" },
+          h("thead", {}, h("tr", {}, h("th", { text: "#" }), h("th", { text: "A: " + c.a }), h("th", { text: "B: " + c.b }))),
+          h("tbody", {}, c.rows.map((r) => h("tr", { class: r.same ? "same" : r.index === c.shared ? "parting" : "after", dataset: { index: String(r.index) } },
+            h("td", { class: "num", text: r.index + 1 }), cell(r.a, "a"), cell(r.b, "b"))))),
+      ]);
+      if (!c.identical) {
+        const changes = c.state_diff || [];
+        append(out, [
+          h("h2", {}, "State of the lead at the parting ", h("span", { class: "muted", text: `(${changes.length} field${changes.length === 1 ? "" : "s"} differ)` })),
+          changes.length
+            ? h("table", { class: "state-diff", id: "state-diff" },
+              h("thead", {}, h("tr", {}, h("th", { text: "Field" }), h("th", { text: "A" }), h("th", { text: "B" }))),
+              h("tbody", {}, changes.map((d) => h("tr", {}, h("td", {}, h("code", { text: d.path })),
+                h("td", {}, h("pre", { class: "text was", text: d.only === "b" ? "(absent)" : JSON.stringify(d.a, null, 2) })),
+                h("td", {}, h("pre", { class: "text now", text: d.only === "a" ? "(absent)" : JSON.stringify(d.b, null, 2) }))))))
+            : h("p", { class: "muted", text: "the same state on both sides" }),
+          h("h2", {}, "Prompt at the parting ", h("span", { class: "muted", text: c.prompt_a || c.prompt_b
+            ? `(A: LLM call #${c.prompt_a ? c.prompt_a.data.call_index : "—"}${c.prompt_a && c.prompt_a.data.model ? ", " + c.prompt_a.data.model : ""}; B: LLM call #${c.prompt_b ? c.prompt_b.data.call_index : "—"}${c.prompt_b && c.prompt_b.data.model ? ", " + c.prompt_b.data.model : ""})`
+            : "(no LLM call before the parting)" })),
+          h("div", { id: "prompt-diff" }, (c.prompt_diff || []).length ? messageRows(c.prompt_diff.map((m) => ({ ...m, a: typeof m.a === "string" || m.a === null ? m.a : JSON.stringify(m.a, null, 2), b: typeof m.b === "string" || m.b === null ? m.b : JSON.stringify(m.b, null, 2) })), false) : h("p", { class: "muted", text: "no prompt to compare" })),
+        ]);
+      }
+    }).catch((err) => { if (!stopped) { clear(out); out.appendChild(problem(err)); } });
+    return { stop() { stopped = true; } };
+  }
+
   // -- start ------------------------------------------------------------------------------------
 
   document.addEventListener("DOMContentLoaded", () => {
@@ -755,7 +1202,7 @@
       if (hl && hl.auth && hl.auth.enabled === false) {
         const notice = $("notice");
         clear(notice);
-        append(notice, [h("strong", { text: "Auth is off. " }), hl.auth.detail || "No tokens are configured: anyone who can reach this server is admin."]);
+        append(notice, [h("strong", { text: "Auth is off: " }), "no tokens are configured, so anyone who can reach this server is admin (set CHORUS_API_TOKENS)."]);
         notice.hidden = false;
         $("token-state").textContent = "auth off";
       }

@@ -42,7 +42,7 @@ class Comparison:
     events_b: int = 0
     state_a: dict[str, Any] | None = None  # the lead's state once its first differing event is applied
     state_b: dict[str, Any] | None = None
-    prompt_a: Event | None = None  # the last LlmRequested of the lead at or before the parting
+    prompt_a: Event | None = None  # the LLM request at the parting (see compare_runs)
     prompt_b: Event | None = None
     positions: dict[str, int] = field(default_factory=dict)  # event id -> global position
 
@@ -77,9 +77,15 @@ def compare_runs(store: Any, run_a: str, run_b: str, context: int = 5, after: in
             setattr(out, f"state_{side}", value.model_dump(mode="json"))
         except (LookupError, ValueError):
             pass  # a stream no behaviour folds: no state to show
-        upto = lead[: min(shared, len(lead) - 1) + 1]
-        asked = [e for e in upto if e.type_name == "LlmRequested" and e.stream_id == at.stream_id]
-        setattr(out, f"prompt_{side}", asked[-1] if asked else None)
+        # the prompt at the parting: when the runs part at an answer, the request it answered;
+        # else the lead's first LLM request from the parting on (the first call the parting
+        # changed: another model, another context), else its last before it
+        asked = [(i, e) for i, e in enumerate(lead) if e.type_name == "LlmRequested" and e.stream_id == at.stream_id]
+        later = [e for i, e in asked if i >= shared]
+        earlier = [e for i, e in asked if i < shared]
+        answered = first is not None and first.type_name in ("LlmCompleted", "LlmFailed")
+        pick = (earlier[-1:] if answered else later[:1]) or later[:1] or earlier[-1:]
+        setattr(out, f"prompt_{side}", pick[0] if pick else None)
     return out
 
 

@@ -77,7 +77,7 @@ def fill(path: str, w: dict[str, Any]) -> str:
 def params(path: str, w: dict[str, Any]) -> dict[str, Any]:
     if path.endswith("/state"):
         return {"stream": w["stream"]}
-    if path.endswith("/diff"):
+    if path.endswith("/diff") or path.endswith("/compare"):
         return {"a": w["sid"], "b": w["fork"]}
     if path.endswith("/resolve"):
         return {"name": "Thomas"}

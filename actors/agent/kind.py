@@ -19,6 +19,7 @@ from actors.agent.policy import unwrap_answer
 from actors.agent.lookups import MAX_RULES
 from actors.agent.react import ReactAgent
 from actors.runtime.behaviour import Behaviour
+from actors.runtime.cli_dialect import add_root
 from actors.runtime.client import DEFAULT_LLM_PARAMS, Client, RunHandle, new_run_id
 from actors.runtime.console import follow_run
 from actors.runtime.function_tool import tool_ref
@@ -296,8 +297,8 @@ class ReactRun(AgentRunKind):
 
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         run = subparsers.add_parser("run", help="run a goal end to end and print the answer")
-        run.add_argument("goal")
-        run.add_argument("--root", default=".", help="folder the agent's file tools may read (default: .)")
+        run.add_argument("goal", help="what to do or find out, in words")
+        add_root(run, "folder the agent's file tools may read (default: .)", default=".")
         run.add_argument(
             "--tools", type=_names, metavar="TOOL,...",
             help="the run's tools, replacing the defaults: registered names or import paths "
@@ -307,9 +308,9 @@ class ReactRun(AgentRunKind):
             "--tool", action="append", default=[], metavar="TOOL",
             help="a tool added to the defaults (or to --tools); repeatable",
         )  # fmt: skip
-        run.add_argument("--max-iterations", type=int, default=10)
+        run.add_argument("--max-iterations", type=int, default=10, help="ReAct iterations (default 10)")
         run.add_argument("--max-llm-calls", type=int, default=DEFAULT_MAX_LLM_CALLS, help="LLM calls the run may make (default %(default)s)")
-        run.add_argument("--max-tokens", type=int)
+        run.add_argument("--max-tokens", type=int, help="tokens the run may use")
         run.add_argument("--max-seconds", type=float, help="wall-time budget")
         run.add_argument("--quiet", "-q", action="store_true", help="print only the answer")
         run.set_defaults(func=cmd_run)

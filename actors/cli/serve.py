@@ -29,7 +29,8 @@ def add_parser(subparsers: argparse._SubParsersAction) -> None:  # type: ignore[
     p = subparsers.add_parser("serve", help="serve the HTTP API and the timeline page (uvicorn)")
     p.add_argument("--host", default=DEFAULT_HOST, help=f"interface to listen on (default {DEFAULT_HOST})")
     p.add_argument("--port", type=int, default=DEFAULT_PORT, help=f"port (default {DEFAULT_PORT})")
-    p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"))
+    p.add_argument("--log-level", default="info", choices=("critical", "error", "warning", "info", "debug"),
+                   help="uvicorn's log level (default info)")  # fmt: skip
     p.add_argument("--pack-dir", action="append", default=None, metavar="DIR",
                    help="a folder whose content packs runs may name (repeat; env CHORUS_API_PACK_DIRS)")
     p.add_argument("--workspace-dir", action="append", default=None, metavar="DIR",

@@ -9,6 +9,7 @@ import json
 import sys
 from typing import Any
 
+from actors.runtime.cli_dialect import run_arg
 from actors.runtime.client import Client, RunHandle
 from actors.runtime.console import describe
 from actors.runtime.durable import FunctionBehaviour, function_stream
@@ -19,7 +20,7 @@ from actors.runtime.shell import ActorShell
 
 def add_parser(sub: Any) -> None:
     sig = sub.add_parser("signal", help="send a signal to a run whose agent function waits for one (ctx.wait_for)")
-    sig.add_argument("run_id")
+    run_arg(sig, help="the waiting run")
     sig.add_argument("name", help="the signal's name, as the agent waits for it")
     sig.add_argument("payload", nargs="?", default="null", help="its payload, as JSON (default: null)")
     sig.add_argument("--quiet", "-q", action="store_true", help="print only the answer")

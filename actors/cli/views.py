@@ -1,5 +1,5 @@
-"""`chorus projections status`, `chorus projections rebuild [NAME]`,
-`chorus snapshot STREAM_ID [--at VERSION] [--out FILE]`, and `chorus audit ...`
+"""`chorus projections status [--json]`, `chorus projections rebuild [NAME]`,
+`chorus snapshot STREAM [--at VERSION] [--out FILE]`, and `chorus audit ...`
 (`actors.cli.audit`).
 
 Wired into the `chorus` command by `add_parsers(subparsers)`. Bad input (an unknown
@@ -14,10 +14,10 @@ import contextlib
 import sys
 import threading
 from collections.abc import Iterator
-from pathlib import Path
 
 from actors.cli.audit import add_parsers as add_audit
 from actors.cli.paths import writable_file
+from actors.runtime.cli_dialect import add_json, add_out, print_json
 from actors.runtime.console import open_store
 from actors.runtime.replay import snapshot_at
 from events.store import EventStore
@@ -33,6 +33,7 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     sub = proj.add_subparsers(metavar="ACTION")
 
     status = sub.add_parser("status", help="each projection's position, the log head and the lag")
+    add_json(status, "one projection per line")
     _store_option(status)
     status.set_defaults(func=cmd_status)
 
@@ -49,9 +50,10 @@ def add_parsers(subparsers: argparse._SubParsersAction) -> None:  # type: ignore
     snap = subparsers.add_parser(
         "snapshot", help="an actor's state as a snapshot (JSON) at its latest or a chosen version"
     )
-    snap.add_argument("stream_id", help="e.g. agent:RUN_ID or run:RUN_ID")
+    snap.add_argument("stream_id", metavar="STREAM", help="the actor's stream, e.g. agent:RUN or run:RUN")
     snap.add_argument("--at", type=int, metavar="VERSION", help="stream version (default: latest)")
-    snap.add_argument("--out", type=Path, metavar="FILE", help="write it to FILE atomically instead of printing it")
+    add_out(snap, "write it to FILE atomically instead of printing it")
+    add_json(snap, "on one line (the snapshot is JSON either way)")
     _store_option(snap)
     snap.set_defaults(func=cmd_snapshot)
 
@@ -70,7 +72,7 @@ def _usage(parser: argparse.ArgumentParser) -> int:
 def cmd_status(args: argparse.Namespace) -> int:
     with _store(args) as store:
         for s in ProjectionRunner(store).status():
-            print(s.line())
+            print_json({**s.__dict__, "lag": s.lag, "needs_rebuild": s.needs_rebuild}) if args.json else print(s.line())
     return 0
 
 
@@ -103,7 +105,7 @@ def cmd_snapshot(args: argparse.Namespace) -> int:
     with _store(args) as store:
         snapshot = snapshot_at(store, args.stream_id, args.at)
     if args.out is None:
-        sys.stdout.write(snapshot.to_json())
+        print_json(snapshot.model_dump()) if args.json else sys.stdout.write(snapshot.to_json())
     else:
         write_snapshot(args.out, snapshot)
         print(f"wrote {args.stream_id} at version {snapshot.version} to {args.out}")

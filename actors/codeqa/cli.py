@@ -1,4 +1,4 @@
-"""`chorus ask "QUESTION" --repos DIR`: seed 003's code-question assistant from the shell.
+"""`chorus ask "QUESTION" --root DIR`: seed 003's code-question assistant from the shell.
 
 It submits the question to the orchestrator (`Client().submit(..., agent=ORCHESTRATOR)`),
 prints the run id, then each tool call as it happens (on stderr), then the answer without
@@ -21,6 +21,7 @@ from actors.codeqa.answer import relied_on
 from actors.codeqa.config import CodeQaConfig
 from actors.codeqa.orchestrator import TOOLS
 from actors.codeqa.repos import list_repositories
+from actors.runtime.cli_dialect import add_root
 from actors.runtime.client import Client
 from actors.runtime.console import cancel_on_interrupt
 from actors.runtime.progress import describe
@@ -32,14 +33,12 @@ ORCHESTRATOR = "orchestrator"  # the run kind (actors.codeqa.kind.CodeQuestionRu
 
 def add_parsers(sub: Any) -> None:
     ask = sub.add_parser("ask", help="answer a question about the code in a folder of repositories")
-    ask.add_argument("question")
-    ask.add_argument(
-        "--repos", required=True, type=Path, metavar="DIR",
-        help="folder holding one or more repositories, each a folder inside it",
-    )  # fmt: skip
+    ask.add_argument("question", help="the question, in words")
+    add_root(ask, "folder holding one or more repositories, each a folder inside it (required)",
+             old="--repos", dest="repos", type=Path)  # fmt: skip
     ask.add_argument("--max-iterations", type=int, help="ReAct iterations (default 10, CHORUS_CODEQA_CONFIG)")
     ask.add_argument("--max-llm-calls", type=int, default=DEFAULT_MAX_LLM_CALLS, help="LLM calls the run may make (default %(default)s)")
-    ask.add_argument("--max-tokens", type=int)
+    ask.add_argument("--max-tokens", type=int, help="tokens the run may use")
     ask.add_argument("--max-seconds", type=float, help="wall-time budget")
     ask.add_argument("--quiet", "-q", action="store_true", help="print only the answer and its sources")
     ask.set_defaults(func=cmd_ask)
@@ -62,6 +61,8 @@ def check_repos(folder: Path) -> Path:
 
 
 def cmd_ask(args: argparse.Namespace) -> int:
+    if args.repos is None:
+        raise ValueError("give --root DIR: the folder holding the repositories")
     config = CodeQaConfig.load()  # a bad CHORUS_CODEQA_CONFIG fails here, before the run
     if not args.question.strip():
         raise ValueError("the question is empty")

@@ -27,7 +27,15 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from actors.codeqa.evaluation import LLM_METHODS, METHODS, load_questions, rankers, score, table
+from actors.codeqa.evaluation import (
+    LLM_METHODS,
+    METHODS,
+    load_questions,
+    rankers,
+    score,
+    table,
+)
+from actors.runtime.cli_dialect import add_root
 from actors.runtime.embeddings import embedder_from_settings
 from actors.runtime.errors import UserError
 from actors.runtime.llm.providers import provider_and_server
@@ -38,8 +46,8 @@ from actors.runtime.tool_context import ToolContext
 def add_parsers(evals: Any) -> None:
     """`retrieval` under `chorus eval`."""
     r = evals.add_parser("retrieval", help="recall@1/5/10 and MRR of each retrieval method")
-    r.add_argument("questions", type=Path, help='JSON: {"questions": [{"q": ..., "gold": [path, ...]}]}')
-    r.add_argument("--repo", type=Path, required=True, help="the repository the gold paths are relative to")
+    r.add_argument("questions", type=Path, metavar="FILE", help='JSON: {"questions": [{"q": ..., "gold": [path, ...]}]}')
+    add_root(r, "the repository the gold paths are relative to", old="--repo", dest="repo", type=Path)
     r.add_argument(
         "--methods", default="keyword,embedding,hybrid,hyde",
         help=f"comma-separated, of: {', '.join(METHODS)} (default: keyword,embedding,hybrid,hyde)",
@@ -49,6 +57,8 @@ def add_parsers(evals: Any) -> None:
 
 
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    if getattr(args, "repo", None) is None:
+        raise UserError("give --root DIR: the repository the gold paths are relative to")
     questions = load_questions(args.questions)
     repo = args.repo.expanduser().resolve()
     if not repo.is_dir():

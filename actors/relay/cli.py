@@ -1,9 +1,9 @@
 """`chorus relay`: a builder/verifier relay from the command line.
 
-    chorus relay "GOAL" --workspace DIR [--roadmap FILE] [--max-retries N] [--resubmit CMD]
+    chorus relay "GOAL" --root DIR [--roadmap FILE] [--max-retries N] [--resubmit CMD]
                  [--probe NAME=CMD ...]
-    chorus relay --show RUN
-    chorus escalations [RUN] [--open]
+    chorus relay --show RUN [--json]
+    chorus escalations [RUN] [--open] [--json]
     chorus resolve RUN ESCALATION_ID --note TEXT [--by NAME]
 
 The first plans the roadmap (from FILE, or the Orchestrator's model call), then runs the
@@ -28,6 +28,7 @@ import shlex
 import sys
 from typing import Any
 
+from actors.runtime.cli_dialect import add_json, add_root, print_json
 from actors.runtime.errors import UserError
 
 DEFAULT_RETRIES = 3
@@ -39,11 +40,7 @@ def add_parsers(sub: Any) -> None:
         help="a builder/verifier relay over a roadmap (seed 004), or --show RUN",
     )
     p.add_argument("goal", nargs="?", help="what to build")
-    p.add_argument(
-        "--workspace",
-        metavar="DIR",
-        help="the folder the relay builds in (made a git repository)",
-    )
+    add_root(p, "the folder the relay builds in (made a git repository)", old="--workspace", dest="workspace")
     p.add_argument(
         "--roadmap",
         metavar="FILE",
@@ -72,17 +69,19 @@ def add_parsers(sub: Any) -> None:
         metavar="RUN",
         help="a relay's roadmap, checkpoints, defects and escalations",
     )
-    p.add_argument("--quiet", "-q", action="store_true")
+    add_json(p, "with --show, the relay as one object")
+    p.add_argument("--quiet", "-q", action="store_true", help="print only the outcome")
     p.set_defaults(func=cmd_relay)
 
     e = sub.add_parser("escalations", help="a relay's escalations (every relay's without RUN), open and resolved")
-    e.add_argument("run_id", nargs="?", metavar="RUN")
+    e.add_argument("run_id", nargs="?", metavar="RUN", help="the relay (default: every relay)")
     e.add_argument("--open", action="store_true", help="only those nobody resolved yet")
+    add_json(e, "one escalation per line")
     e.set_defaults(func=cmd_escalations)
 
     r = sub.add_parser("resolve", help="record that a person dealt with a relay's escalation")
-    r.add_argument("run_id", metavar="RUN")
-    r.add_argument("escalation_id", metavar="ESCALATION_ID")
+    r.add_argument("run_id", metavar="RUN", help="the relay")
+    r.add_argument("escalation_id", metavar="ESCALATION_ID", help="as `chorus escalations RUN` lists it")
     r.add_argument("--note", required=True, help="what was done or decided")
     r.add_argument("--by", default="", metavar="NAME", help="who resolved it (default: $USER)")
     r.set_defaults(func=cmd_resolve)
@@ -111,6 +110,10 @@ def cmd_escalations(args: argparse.Namespace) -> int:
             found = escalations(client, args.run_id, open_only=args.open)
         except (UnknownRun, ValueError) as e:
             raise UserError(str(e)) from None
+    if args.json:
+        for x in found:
+            print_json(x)
+        return 0
     if not found:
         print("no open escalations" if args.open else "no escalations")
     for x in found:
@@ -140,10 +143,10 @@ def cmd_resolve(args: argparse.Namespace) -> int:
 def cmd_relay(args: argparse.Namespace) -> int:
     if args.show:
         if args.goal or args.workspace or args.roadmap or args.resubmit or args.probe:
-            raise UserError("--show RUN takes no goal, --workspace, --roadmap, --resubmit or --probe")
-        return show(args.show)
+            raise UserError("--show RUN takes no goal, --root, --roadmap, --resubmit or --probe")
+        return show(args.show, args.json)
     if not args.goal or not args.workspace:
-        raise UserError('give a goal and --workspace DIR: chorus relay "GOAL" --workspace DIR')
+        raise UserError('give a goal and --root DIR: chorus relay "GOAL" --root DIR')
     from actors.relay.session import check_input
 
     try:
@@ -190,7 +193,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def show(run_id: str) -> int:
+def show(run_id: str, as_json: bool = False) -> int:
     from actors.relay.recording import scheduler_stream
     from actors.relay.scheduler import SchedulerBehaviour
     from actors.relay.session import KIND
@@ -214,6 +217,17 @@ def show(run_id: str) -> int:
             views.defects(task),
             views.escalations(task),
         )
+    if as_json:
+        print_json({
+            "run_id": run_id, "status": run.status, "goal": run.goal, "workspace": run.params.get("workspace"),
+            "tokens": state.tokens_used, "state": state.status, "stop_reason": state.stop_reason,
+            "roadmap": [{"title": item.title, "status": status} for item, status in zip(state.items, state.item_status, strict=True)],
+            "checkpoints": [{"checkpoint_id": c.checkpoint_id, "files_changed": c.metadata.get("files_changed", [])} for c in checkpoints],
+            "defects": [{"defect_id": d.defect_id, "type": d.defect_type, "severity": d.severity, "resolved": d.resolved,
+                         "description": d.description} for d in defects],
+            "escalations": [{"escalation_id": x.escalation_id, "turn": x.turn, "resolved": x.resolved} for x in escalations],
+        })  # fmt: skip
+        return 0
     print(f"relay {run_id} ({run.status}): {run.goal}")
     print(f"workspace {run.params.get('workspace')}, {state.tokens_used} tokens")
     print("roadmap:")

@@ -2,10 +2,10 @@
 
     chorus sim new actors/simulation/packs/lighthouse.yaml   # validate, create: prints `session <id>`
     chorus sim step SESSION --cycles 3                         # live: cycle, each synth's action, outcomes
-    chorus sim show SESSION [--at CYCLE]                       # who is where, what they carry, processes
+    chorus sim show SESSION [--at CYCLE] [--json]              # who is where, what they carry, processes
     chorus sim say SESSION "A ship's horn sounds."             # a stimulus, perceived on the next step
-    chorus sim usage SESSION                                   # LLM calls, tokens and cost per synth
-    chorus sim sessions                                        # every session
+    chorus sim usage SESSION [--json]                          # LLM calls, tokens and cost per synth
+    chorus sim sessions [--json]                               # every session
 
 A session is a run: `chorus runs / log / replay / fork SESSION --at CYCLE / diff` work on
 it. Exit status: 0 done, 2 bad input (one line per problem; nothing written), 130
@@ -21,6 +21,7 @@ import threading
 import time
 from typing import Any
 
+from actors.runtime.cli_dialect import add_json, print_json
 from actors.runtime.client import Client, new_run_id
 from actors.runtime.errors import UserError
 from actors.simulation.client import KIND, Simulation, create_session
@@ -46,29 +47,31 @@ def add_parsers(sub: Any) -> None:
     new.set_defaults(func=cmd_new)
 
     step = verbs.add_parser("step", help="run director cycles, with live progress")
-    step.add_argument("session")
-    step.add_argument("--cycles", "-n", type=int, default=1)
+    step.add_argument("session", metavar="SESSION", help="the session (its run id, as `chorus sim new` printed it)")
+    step.add_argument("--cycles", "-n", type=int, default=1, metavar="N", help="director cycles to run (default 1)")
     step.add_argument("--in-process", action="store_true", help="run the director and synths in this process, not on Ray")
-    step.add_argument("--quiet", "-q", action="store_true")
+    step.add_argument("--quiet", "-q", action="store_true", help="print only the summary")
     step.set_defaults(func=cmd_step)
 
     show = verbs.add_parser("show", help="the world now, or after a cycle")
-    show.add_argument("session")
-    show.add_argument("--at", type=int, metavar="CYCLE")
-    show.add_argument("--json", action="store_true")
+    show.add_argument("session", metavar="SESSION", help="the session (its run id, as `chorus sim new` printed it)")
+    show.add_argument("--at", type=int, metavar="CYCLE", help="the world after this cycle (default: now)")
+    add_json(show, "the overview as one object")
     show.set_defaults(func=cmd_show)
 
     say = verbs.add_parser("say", help="queue an outside stimulus for the next step")
-    say.add_argument("session")
-    say.add_argument("text")
+    say.add_argument("session", metavar="SESSION", help="the session (its run id, as `chorus sim new` printed it)")
+    say.add_argument("text", help="what the synths perceive")
     say.add_argument("--source", default="a voice", help="who it comes from, as the synths perceive it")
     say.set_defaults(func=cmd_say)
 
     usage = verbs.add_parser("usage", help="LLM calls, tokens and cost per synth (from the audit trail)")
-    usage.add_argument("session")
+    usage.add_argument("session", metavar="SESSION", help="the session (its run id, as `chorus sim new` printed it)")
+    add_json(usage, "one synth per line")
     usage.set_defaults(func=cmd_usage)
 
     sessions = verbs.add_parser("sessions", help="every simulation session, newest first")
+    add_json(sessions, "one session per line")
     sessions.set_defaults(func=cmd_sessions)
     p.set_defaults(func=lambda args: p.print_help() or 2)
 
@@ -181,8 +184,17 @@ def cmd_usage(args: argparse.Namespace) -> int:
     with Client(start_ray=False) as client:
         canonical = Canonical.load(client.store, args.session)
         rows = {u.key: u for u in AuditTrail.open(client.store).usage_by_actor(args.session)}
+    synths = sorted(canonical.synths.items(), key=lambda kv: kv[1].identity.name)
+    if args.json:
+        for sid, state in synths:
+            u = rows.get(synth_stream(args.session, sid))
+            print_json({"synth": state.identity.name, "stream_id": synth_stream(args.session, sid),
+                        "calls": u.calls if u else 0, "failed": u.failed if u else 0,
+                        "prompt_tokens": u.prompt_tokens if u else 0, "completion_tokens": u.completion_tokens if u else 0,
+                        "cost_usd": u.cost_usd if u else None})  # fmt: skip
+        return 0
     print(f"{'synth':<12} {'calls':>5} {'failed':>6} {'prompt':>8} {'completion':>10} {'cost $':>8}")
-    for sid, state in sorted(canonical.synths.items(), key=lambda kv: kv[1].identity.name):
+    for sid, state in synths:
         u = rows.get(synth_stream(args.session, sid))
         calls, failed = (u.calls, u.failed) if u else (0, 0)
         prompt, completion = (u.prompt_tokens, u.completion_tokens) if u else (0, 0)
@@ -194,6 +206,12 @@ def cmd_usage(args: argparse.Namespace) -> int:
 def cmd_sessions(args: argparse.Namespace) -> int:
     with Client(start_ray=False) as client:
         rows = [r for r in client.runs() if r["agent"] == KIND]
+    if args.json:
+        for r in rows:
+            print_json(r)
+        return 0
+    if rows:
+        print(f"{'RUN':<{len(rows[0]['run_id'])}}  {'STATUS':<9}  PACK")
     for r in rows:
         print(f"{r['run_id']}  {r['status']:<9}  {r['goal']}" + (f"  (fork of {r['forked_from']})" if r["forked_from"] else ""))
     if not rows:

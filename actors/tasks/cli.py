@@ -4,6 +4,7 @@
     chorus task summarize-file --param path=README.md       # one atomic task (or direct tool)
     chorus task --file flow.sexp --param goal="..."         # a workflow kept in a file
     chorus task --templates DIR ...                         # your own XML task templates too
+    chorus task ... --root DIR                              # the workspace (default: .)
     chorus task --repl                                      # /task ... commands and plain questions
 
 Prints `run <id>`, then each step on stderr as it happens, then the TaskResult on stdout.
@@ -24,6 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
+from actors.runtime.cli_dialect import add_root
 from actors.runtime.client import Client
 from actors.runtime.console import (
     CANCELLED,
@@ -49,9 +51,9 @@ def add_parsers(sub: Any) -> None:
                    "matched to the best task template")
     p.add_argument("--param", "-p", action="append", default=[], metavar="KEY=VALUE",
                    help="a parameter of the task or tool; in an S-expression, a variable")  # fmt: skip
-    p.add_argument("--file", "-f", type=Path, help="read the S-expression from this file")
+    p.add_argument("--file", "-f", type=Path, metavar="FILE", help="read the S-expression from this file")
     p.add_argument("--templates", action="append", default=[], metavar="DIR", help="load *.xml task templates from DIR")
-    p.add_argument("--workspace", default=".", help="folder scripts run in and files are read from (default: .)")
+    add_root(p, "folder scripts run in and files are read from (default: .)", old="--workspace", dest="workspace", default=".")
     p.add_argument("--index", metavar="auto|FILE.json", help="memory index: built from the workspace, or path -> description")
     p.add_argument("--max-steps", type=int, help="evaluation steps allowed (default 10000)")
     p.add_argument("--max-depth", type=int, help="nesting allowed, i.e. recursion (default 120)")

@@ -38,7 +38,7 @@ def repos(tmp_path):
 
 def test_help_shows_the_command(env):
     out = chorus("ask", "--help", env=env)
-    assert out.returncode == 0 and "--repos DIR" in out.stdout and "--max-iterations" in out.stdout
+    assert out.returncode == 0 and "--root DIR" in out.stdout and "--max-iterations" in out.stdout
 
 
 @pytest.mark.parametrize(

@@ -115,7 +115,7 @@ def test_without_a_roadmap_the_orchestrators_call_is_recorded_first(env, capsys)
         (["relay", "g", "--workspace", "WS", "--roadmap", "BAD"], "items"),
         (["relay", "g", "--workspace", "WS", "--max-retries", "-1"], "--max-retries"),
         (["relay", "--show", "nosuchrun"], "nosuchrun"),
-        (["relay", "g"], "--workspace"),
+        (["relay", "g"], "--root DIR"),
     ],
 )
 def test_bad_input_is_one_line_exit_2_and_nothing_written(env, capsys, args, message):

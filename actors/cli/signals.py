@@ -12,10 +12,9 @@ from typing import Any
 from actors.runtime.cli_dialect import run_arg
 from actors.runtime.client import Client, RunHandle
 from actors.runtime.console import describe
-from actors.runtime.durable import FunctionBehaviour, function_stream
+from actors.runtime.durable import SLEEP
 from actors.runtime.function_agent import KIND
 from actors.runtime.registry import Registry
-from actors.runtime.shell import ActorShell
 
 
 def add_parser(sub: Any) -> None:
@@ -83,9 +82,13 @@ def follow_function(handle: RunHandle, quiet: bool = False) -> int:
         handle.wait()
     drain()
     result = handle.result
-    state = ActorShell(FunctionBehaviour(), function_stream(handle.run_id), client.store).load().state
+    state = client.run_state(handle.run_id)
     if state.status == "waiting":
-        print(f"run {handle.run_id} waits for signal {state.waiting_for!r}: chorus signal {handle.run_id} {state.waiting_for} JSON")
+        until = f" until {state.wake_at:%Y-%m-%d %H:%M:%S} UTC" if state.wake_at else ""
+        if state.waiting_for == SLEEP:
+            print(f"run {handle.run_id} sleeps{until}: it is served again then (chorus runs shows it waiting)")
+        else:
+            print(f"run {handle.run_id} waits for signal {state.waiting_for!r}{until}: chorus signal {handle.run_id} {state.waiting_for} JSON")
         return 0
     if result.ok:
         print(result.answer or "")

@@ -15,6 +15,10 @@ configured model (a provider handed over in-process, as tests do, is not in the 
 
 A run woken early (`chorus resume`) re-runs to the same sleep and suspends again: waking is
 idempotent, the log decides.
+
+The actor a wake-up starts is owned by the timer actor (Ray fate-shares an actor with its
+owner): should the timer actor die while a run it woke is being served, that run stops
+with it and shows "running" until `chorus resume RUN`, as any run whose actor died does.
 """
 
 from __future__ import annotations

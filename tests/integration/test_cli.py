@@ -109,6 +109,21 @@ def test_debugging_commands_on_a_recorded_run(env, tmp_path):
     diff = chorus("diff", "abc123", "abc123", env=env)
     assert diff.returncode == 0 and "no difference" in diff.stdout
 
+    # --json on every verb that reads: the same facts as the text, as JSON
+    events = [json.loads(line) for line in chorus("events", "abc123", "--json", env=env).stdout.splitlines()]
+    assert [json.loads(line) for line in chorus("log", "abc123", "--json", env=env).stdout.splitlines()] == events
+    state = json.loads(chorus("state", "agent:abc123", "--at", "1", "--json", env=env).stdout)
+    assert (state["stream_id"], state["version"], state["state"]["status"]) == ("agent:abc123", 1, "running")
+    verdict = chorus("replay", "abc123", "--json", env=env)
+    body = json.loads(verdict.stdout)
+    assert verdict.returncode == 0 and body["identical"] is True and body["divergence"] is None
+    assert body["live_calls"] == 0 and body["events"] > 0 and body["llm_calls"] >= 1
+    compared = json.loads(chorus("diff", "abc123", "abc123", "--json", env=env).stdout)
+    assert compared["identical"] is True and compared["a"]["first_difference"] is None
+    assert compared["a"]["counts"] == compared["b"]["counts"] and compared["shared"] > 0
+    [listed] = [json.loads(line) for line in chorus("runs", "--json", env=env).stdout.splitlines()]
+    assert (listed["run_id"], listed["status"]) == ("abc123", "completed")
+
     exported = chorus("export", "abc123", "--out", str(tmp_path / "f.jsonl"), env=env)
     assert exported.returncode == 0
     assert len((tmp_path / "f.jsonl").read_text().splitlines()) == before + 1  # the events, and the seal

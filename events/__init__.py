@@ -3,6 +3,7 @@ and loads no store: the store (and its database drivers) is `events.store`."""
 
 from events import (  # noqa: F401  (register the runtime event types)  # noqa: F401  (the relay and research workloads' event types)
     agent,
+    debug,  # noqa: F401  (what a person did while debugging: an edited completion)
     durable,  # noqa: F401  (agents written as plain functions)
     effects,
     relay,

@@ -6,6 +6,9 @@
                                              (plugins' event types included), and whether it is an error
     GET /v1/compare?a=RUN&b=RUN       read   two runs side by side at the first event where they part:
                                              aligned lead events, the state diff, the prompt diff
+    POST /v1/runs/{run_id}/fork-edit  operate  a fork that continues from an LLM call whose completion a
+                                             person replaced (actors.runtime.replay.edit; the token's
+                                             name is recorded as who edited it)
 
 Each goes through the principal's view (actors.api.visibility) like every other route.
 Actions (fork, cancel, resume, signal, replay) are the existing routes, with their scopes.
@@ -18,22 +21,33 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query
 from fastapi.responses import Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from actors.api.auth import Principal, require
 from actors.api.errors import BAD_INPUT, RUN_ERRORS
-from actors.api.schemas import ID_PATTERN
-from actors.api.services import Services, services
+from actors.api.schemas import ID_PATTERN, Submitted
+from actors.api.services import Services, acting_as, services
 from actors.api.visibility import View
 from actors.runtime.progress import describe, is_error
+from actors.runtime.client import DEFAULT_LLM_PARAMS
 from actors.runtime.replay.compare import Comparison, compare_runs, message_diff, state_diff
+from actors.runtime.replay.edit import MAX_EDIT_CHARS, fork_with_edit
 from actors.runtime.replay.fixtures import fixture_rows, sealed_text
 from actors.runtime.replay.rerun import run_kind_of, run_records
 from events.base import Event
 
 RunId = Path(pattern=ID_PATTERN, description="a run id")
 MAX_LABELS = 20_000
+
+
+class ForkEditIn(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    at: int = Field(ge=1, description="the global position of the LLM call (its LlmRequested or LlmCompleted)")
+    completion: str = Field(min_length=1, max_length=MAX_EDIT_CHARS, description="what the model should have said")
+    model: str | None = Field(None, max_length=200)
+    temperature: float | None = Field(None, ge=0, le=2)
 
 
 class Label(BaseModel):
@@ -102,7 +116,21 @@ class CompareOut(BaseModel):
 
 def build_router() -> APIRouter:
     router = APIRouter(tags=["debugging"])
-    read = Depends(require("read"))
+    read, operate = Depends(require("read")), Depends(require("operate"))
+
+    @router.post(
+        "/runs/{run_id}/fork-edit", status_code=202, response_model=Submitted, responses={**RUN_ERRORS, **BAD_INPUT},
+        summary="A fork that continues from an LLM call whose completion a person replaced (recorded as CompletionEdited)",
+    )  # fmt: skip
+    def fork_edit(body: ForkEditIn, run_id: str = RunId, who: Principal = operate, s: Services = Depends(services)) -> Submitted:
+        params = None if body.temperature is None else {**DEFAULT_LLM_PARAMS, "temperature": body.temperature}
+        with acting_as(who.name):
+            handle = fork_with_edit(
+                s.client, run_id, body.at, completion=body.completion, edited_by=who.name, model=body.model, llm_params=params
+            )
+        s.keep(handle)
+        state = s.client.run_state(handle.run_id)
+        return Submitted(run_id=handle.run_id, agent=state.agent, status=state.status, forked_from=state.forked_from)
 
     @router.get(
         "/runs/{run_id}/fixture", responses={**RUN_ERRORS, 200: {"content": {"application/x-ndjson": {}}}},

@@ -245,10 +245,17 @@
     return run.ended_at ? text : text + " so far";
   }
 
+  // The run a fork came from: its `forked_from` is RUN@POSITION (a run id may hold "@" too).
+  function originOf(forkedFrom) {
+    const text = String(forkedFrom);
+    const at = text.lastIndexOf("@");
+    return at > 0 ? text.slice(0, at) : text;
+  }
+
   // The runs in fork order: each fork right under the run it came from (when on this page).
   function forkTree(runs) {
     const ids = new Set(runs.map((r) => r.run_id));
-    const parentOf = (r) => (r.forked_from ? String(r.forked_from).split("@")[0] : null);
+    const parentOf = (r) => (r.forked_from ? originOf(r.forked_from) : null);
     const children = new Map();
     for (const r of runs) {
       const p = parentOf(r);
@@ -519,7 +526,7 @@
           setTimeout(() => { URL.revokeObjectURL(a.href); a.remove(); }, 1000);
           return h("p", { class: "ok", text: `exported ${runId}.jsonl (${blob.size} bytes)` });
         }),
-        run.forked_from ? h("a", { class: "button", id: "compare-origin", href: "#/compare?" + new URLSearchParams({ a: String(run.forked_from).split("@")[0], b: runId }), text: "Compare with origin" }) : null,
+        run.forked_from ? h("a", { class: "button", id: "compare-origin", href: "#/compare?" + new URLSearchParams({ a: originOf(run.forked_from), b: runId }), text: "Compare with origin" }) : null,
         ended ? null : act("Cancel", "operate", `Cancel run ${runId}? It is recorded as failed (cancelled) and its actors stopped.`, async () => {
           const r = await send(`runs/${enc}/cancel`, { reason: "from the debugging page" });
           run.status = r.status; showFacts(); showActions();
@@ -644,6 +651,7 @@
       }).catch((err) => { usage.textContent = "? (" + err.message + ")"; });
     }
 
+    let edit = null; // a fork with an edit: its CompletionEdited
     function showFacts() {
       clear(facts);
       if (!run) return;
@@ -657,6 +665,8 @@
         run.ended_at ? row("Ended", when(run.ended_at)) : null,
         row("LLM calls", usage),
         fork ? row("Forked from", fork) : null,
+        edit ? row("Edited", h("span", { id: "run-edited", class: "edited" },
+          `LLM call #${edit.call_index} of ${edit.actor}: completion replaced by ${edit.edited_by} (the model had said “${short(edit.original, 80)}”)`)) : null,
       ]);
       showActions();
     }
@@ -687,6 +697,7 @@
       byPos.set(e.position, e);
       last = Math.max(last, e.position);
       place(e, events.length + 1);
+      if (e.type === "CompletionEdited" && !edit) { edit = dataOf(e); showFacts(); }
       if (run && e.stream_id === "run:" + runId) {
         const s = { RunCompleted: "completed", RunFailed: "failed", RunStarted: "running" }[e.type];
         // the run as the API reported it stands while its history loads: no flash of "running"
@@ -790,9 +801,35 @@
           button.disabled = false;
         }
       });
-      return h("section", { class: "fork-form" }, h("h4", { text: "Fork here" }),
+      const section = h("section", { class: "fork-form" }, h("h4", { text: "Fork here" }),
         h("p", { class: "muted", text: `a new run from this run as it was at position ${e.position}, continued live` }),
         h("div", { class: "filters" }, h("label", {}, "Model ", model), h("label", {}, "Temperature ", temp), button), out);
+      if (e.type === "LlmRequested" || e.type === "LlmCompleted") section.appendChild(editForm(e, out));
+      return section;
+    }
+
+    // Fork with the completion edited: "what if the model had said this instead?"
+    function editForm(e, out) {
+      const d = dataOf(e);
+      const answer = e.type === "LlmCompleted" ? e : partner(e);
+      const text = h("textarea", { id: "edit-completion", rows: 6, maxlength: "100000", spellcheck: "false" });
+      text.value = answer && answer.type === "LlmCompleted" ? dataOf(answer).content || "" : "";
+      const button = h("button", { type: "button", id: "fork-edited", title: "needs the operate scope", text: "Fork with this completion" });
+      button.addEventListener("click", async () => {
+        if (!text.value.trim()) { clear(out); out.appendChild(problem(new Error("the edited completion is empty"))); return; }
+        if (!window.confirm(`Fork run ${runId} at LLM call #${d.call_index} with the completion replaced by yours? The fork records the edit (who, where, what) and continues live from it.`)) return;
+        button.disabled = true;
+        clear(out);
+        try {
+          const r = await send(`runs/${encodeURIComponent(runId)}/fork-edit`, { at: e.position, completion: text.value });
+          append(out, [h("p", { class: "ok" }, "forked with your completion: ", h("a", { id: "fork-link", href: "#/run/" + encodeURIComponent(r.run_id), text: r.run_id }), ` (${r.status})`)]);
+        } catch (err) {
+          out.appendChild(problem(err));
+        } finally {
+          button.disabled = false;
+        }
+      });
+      return h("div", { class: "edit-form" }, h("label", { for: "edit-completion", text: `Edit LLM call #${d.call_index}'s completion, then fork from it` }), text, h("div", {}, button));
     }
 
     function messageBlock(messages) {

@@ -67,6 +67,16 @@ def recorded_clock(original: list[Event]) -> Callable[[int], datetime]:
     return lambda version: original[min(version, len(original)) - 1].timestamp
 
 
+# events the runtime writes into a stream that its behaviour does not decide: a fork's mark
+FORK_MARKERS = frozenset({"AgentForked"})
+
+
+def _as_recorded(e: Event) -> Event:
+    return type(e).model_validate(
+        {**e.payload(), "timestamp": e.timestamp, "command_id": e.command_id, "causation_id": e.causation_id, "run_id": e.run_id}
+    )
+
+
 def replay_stream(
     behaviour: Behaviour[Any],
     stream_id: str,
@@ -80,14 +90,23 @@ def replay_stream(
     """Re-execute one stream against its own recording, in a scratch store: `begin(shell)`
     hands it its recorded start, `execute(shell, effects)` runs it (`drive` for an agent).
     A divergence the effects raise (or one of `expected`) ends it; the first differing event
-    is reported either way."""
+    is reported either way.
+
+    A fork's stream (one holding a `FORK_MARKERS` event) starts from the history it copied:
+    the events up to and including the marker are the origin's facts (its own replay checks
+    them) and the fork's choice of model, so they are seeded as recorded, and what the fork
+    did from there is re-executed."""
     scratch = EventStore("memory://")
+    marker = next((i for i, e in enumerate(original) if e.type_name in FORK_MARKERS), None)
+    if marker is not None:
+        scratch.append(stream_id, [_as_recorded(e) for e in original[: marker + 1]], 0)
     shell = ActorShell(
         behaviour, stream_id, scratch, run_id=run_id, snapshot_every=0, clock=recorded_clock(original)
     ).load()
     reason = ""
     try:
-        begin(shell)
+        if marker is None:
+            begin(shell)
         execute(shell, ReplayEffects(original))
     except (ReplayDivergence, ToolDivergence, *expected) as e:
         reason = str(e).splitlines()[0]

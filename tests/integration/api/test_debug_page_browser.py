@@ -209,22 +209,46 @@ def test_fork_here_with_another_model_then_compare_with_origin(debugged, page):
     shot(page, "04-side-by-side")
 
     # the fork replays identical: it is a run like any other
-    # the fork's replay verdict, as `chorus replay` finds it; a divergence names its event
-    # and the page jumps to it
+    # a fork with another model and temperature replays identical: it re-executes from its
+    # AgentForked mark (the copied history before it is the origin's)
     page.goto(d.url + f"#/run/{fork}")
     page.locator("#run-status.completed").wait_for()
     page.locator("#act-replay").click()
     page.locator("#replay-verdict").wait_for()
     text = page.locator("#replay-verdict").inner_text()
-    report = replay_run(d.store, fork)
-    if report.ok:
-        assert "Replay identical" in text and "0 live calls" in text, text
-    else:
-        where = f"{report.divergence.stream_id}@{report.divergence.version}"
-        assert f"Replay diverged at {where}" in text, text
-        page.locator("#replay-verdict button").click()
-        assert page.locator("#detail .meta").inner_text().startswith(f"{report.divergence.stream_id} version {report.divergence.version}")
-        shot(page, "05-fork-replay-verdict")
+    assert "Replay identical" in text and "0 live calls" in text, text
+    assert replay_run(d.store, fork).ok
+    shot(page, "05-fork-replay-verdict")
+
+
+def test_fork_with_an_edited_completion_says_so_and_replays_identical(debugged, page):
+    d = debugged
+    open_run(page, d, RUN_A, OPERATE)
+    first = page.locator("#timeline .ev[data-type='LlmCompleted']").first
+    first.click()
+    box = page.locator("#edit-completion")
+    assert json.loads(box.input_value())["action"] == "search_files"  # the model's own words, to edit
+    edited = json.dumps({"thought": "Straight to the file.", "action": "read_file", "args": {"path": "notes.txt", "start_line": 1}})
+    box.fill(edited)
+    page.click("#fork-edited")
+    link = page.locator("#fork-link")
+    link.wait_for()
+    assert "completion replaced by yours" in page.dialogs[-1]
+    fork = link.inner_text()
+    assert _ended(d.env, fork) == "completed"
+    steps = [r.event for r in d.store.read_all(run_id=fork) if r.event.type_name == "StepDecided"]
+    assert (steps[0].action, steps[0].thought) == ("read_file", "Straight to the file.")  # the edit led
+    link.click()
+    note = page.locator("#run-edited")
+    note.wait_for()
+    assert "LLM call #1" in note.inner_text() and "token:o-to" in note.inner_text() and "Find the marker." in note.inner_text()
+    page.locator("#run-status.completed").wait_for()
+    page.locator("#act-replay").click()
+    verdict = page.locator("#replay-verdict")
+    verdict.wait_for()
+    assert "Replay identical" in verdict.inner_text(), verdict.inner_text()
+    assert replay_run(d.store, fork).ok
+    shot(page, "06-edited-fork")
 
 
 def test_signal_a_waiting_run_then_resume_and_cancel_another(debugged, page):
@@ -242,7 +266,7 @@ def test_signal_a_waiting_run_then_resume_and_cancel_another(debugged, page):
     assert _ended(d.env, signalled) == "completed"
     assert d.env.client.run_state(signalled).result == "ship it: approved with {'by': 'the night shift'}"
     page.wait_for_function("document.querySelector('#run-status').textContent === 'completed'")
-    shot(page, "06-signalled")
+    shot(page, "07-signalled")
 
     page.goto(d.url + f"#/run/{cancelled}")
     page.locator("#act-resume").click()
@@ -279,7 +303,7 @@ def test_time_axis_finds_the_slow_call_and_the_runs_list_is_a_fork_tree(debugged
     assert f"LLM #{slow.call_index}" in page.locator("#slowest-link").inner_text()
     widths = axis.locator(".bar.llm").evaluate_all("bs => bs.map(b => b.getBoundingClientRect().width)")
     assert max(widths) == axis.locator(".bar.slowest").evaluate("b => b.getBoundingClientRect().width")
-    shot(page, "07-time-axis")
+    shot(page, "08-time-axis")
     page.click("#slowest-link")
     assert page.locator("#detail h3").inner_text() == "LlmCompleted"
 
@@ -303,7 +327,7 @@ def test_time_axis_finds_the_slow_call_and_the_runs_list_is_a_fork_tree(debugged
     visible = page.locator("tr.run:visible").evaluate_all("rs => rs.map(r => r.dataset.run)")
     assert visible == [RUN_B]
     page.fill("#run-search", "")
-    shot(page, "08-runs-tree")
+    shot(page, "09-runs-tree")
 
 
 def test_the_auth_off_notice_says_it_once(debugged, page):

@@ -119,6 +119,29 @@ def test_a_read_token_may_look_but_not_act(http):
     assert sum(1 for _ in http.store.read_all()) == before
 
 
+def test_fork_with_an_edit_is_operate_and_bounded(http):
+    """What the route refuses before anything runs (the fork itself continues on Ray: the
+    browser test makes one and replays it)."""
+    calls = [r.position for r in http.store.read_all(run_id="ra") if r.event.type_name == "LlmCompleted"]
+    other = next(r.position for r in http.store.read_all(run_id="ra") if r.event.type_name == "StepDecided")
+    before = sum(1 for _ in http.store.read_all())
+    path = "/v1/runs/ra/fork-edit"
+    assert http.post(path, json={"at": calls[0], "completion": "x"}, headers=BEARER["read"]).status_code == 403
+    assert http.post(path, json={"at": calls[0], "completion": "x"}).status_code == 401
+    too_long = http.post(path, json={"at": calls[0], "completion": "x" * 100_001}, headers=BEARER["operate"])
+    assert too_long.status_code == 422
+    assert http.post(path, json={"at": calls[0], "completion": ""}, headers=BEARER["operate"]).status_code == 422
+    assert http.post(path, json={"at": 0, "completion": "x"}, headers=BEARER["operate"]).status_code == 422
+    assert http.post(path, json={"at": calls[0], "completion": "x", "by": "me"}, headers=BEARER["operate"]).status_code == 422
+    not_a_call = http.post(path, json={"at": other, "completion": "x"}, headers=BEARER["operate"])
+    assert not_a_call.status_code == 400 and "not an LLM call" in not_a_call.json()["detail"]
+    assert http.post(path, json={"at": 10**9, "completion": "x"}, headers=BEARER["operate"]).status_code == 400
+    assert http.post("/v1/runs/nosuch/fork-edit", json={"at": 1, "completion": "x"}, headers=BEARER["operate"]).status_code == 404
+    sim = http.post("/v1/runs/sim/fork-edit", json={"at": 1, "completion": "x"}, headers=BEARER["operate"])
+    assert sim.status_code == 400 and "not an agent run" in sim.json()["detail"]
+    assert sum(1 for _ in http.store.read_all()) == before  # nothing written
+
+
 def test_message_and_state_diffs():
     old = [{"role": "system", "content": "s"}, {"role": "user", "content": "u"}]
     new = [{"role": "system", "content": "s"}, {"role": "user", "content": "u2"}, {"role": "assistant", "content": "a"}]

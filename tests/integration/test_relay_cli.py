@@ -94,6 +94,11 @@ def test_a_relay_from_a_roadmap_file_shows_progress_replays_and_shows(env, capsy
     assert "1. [passed] Write add(a, b) in calc_add.py" in shown
     assert "checkpoints (1):" in shown and "defects (1):" in shown and "resolved" in shown
     assert "escalations (0):" in shown
+    assert main(["relay", "--show", run_id, "--json"]) == 0  # the same, as one object
+    body = json.loads(capsys.readouterr().out)
+    assert body["roadmap"] == [{"title": "Write add(a, b) in calc_add.py", "status": "passed"}]
+    assert (len(body["checkpoints"]), len(body["defects"]), body["escalations"]) == (1, 1, [])
+    assert body["defects"][0]["resolved"] is True
 
 
 def test_without_a_roadmap_the_orchestrators_call_is_recorded_first(env, capsys):

@@ -161,7 +161,7 @@ def cli_markdown(parser: argparse.ArgumentParser) -> str:
         if old:
             spelled = ", ".join(f"`{_name(a)}`" for a in old)
             lines += [f"Old spellings, hidden, kept for one release: {spelled}.", ""]
-        lines += [f"Exit codes: 0 · 2" + (f" · {EXITS[verb]}" if verb in EXITS else "") + ".", ""]
+        lines += ["Exit codes: 0 · 2" + (f" · {EXITS[verb]}" if verb in EXITS else "") + ".", ""]
     return "\n".join(lines).rstrip() + "\n"
 
 

@@ -397,6 +397,8 @@
       case "RunFailed": return ["failed: " + short(errorLine(d.error), 100), "error"];
       case "BudgetExceeded": return ["budget exceeded: " + short(errorLine(d.error), 100), "error"];
       case "AgentStarted": return ["goal: " + short(d.goal, 80), "step"];
+      case "AgentForked": return [`forked from ${d.origin_run}@${d.origin_position}` + (d.model ? ", model " + d.model : "") + (d.params && d.params.temperature !== undefined ? ", temperature " + d.params.temperature : ""), "run"];
+      case "CompletionEdited": return [`LLM call #${d.call_index}'s completion edited by ${d.edited_by}`, "edited"];
       case "StepDecided": return [`step ${d.iteration}: ${d.action}(${short(JSON.stringify(d.args || {}), 60)})`, "step"];
       case "StepRejected": return [`step ${d.iteration} rejected: ${short(d.reason, 80)}`, "error"];
       case "AnswerGiven": return ["answer: " + short(d.answer, 80), "step done"];
@@ -478,12 +480,14 @@
         if (!window.confirm(q)) return;
         b.disabled = true;
         say(h("p", { class: "muted", text: label + "…" }));
+        let done = false;
         try {
           say(await doIt());
+          done = true;
         } catch (err) {
           say(problem(err));
         } finally {
-          b.disabled = !!(opts && opts.once);
+          b.disabled = done && !!(opts && opts.once); // refused or failed: it may be tried again
         }
       });
       return b;

@@ -164,6 +164,7 @@ def test_replay_and_export_and_a_read_token_may_not_act(debugged, page, tmp_path
     page.locator("#act-cancel").click()
     page.locator("#action-result .problem.auth").wait_for()
     assert "operate" in page.locator("#action-result").inner_text()
+    assert page.locator("#act-cancel").is_enabled()  # refused, not done: it may be tried with another token
     assert d.env.client.run_state(waiting.run_id).status not in ("failed", "completed")
     shot(page, "02-read-token-refused")
     d.env.client.cancel(waiting.run_id)

@@ -178,7 +178,7 @@
     const view = $("view");
     clear(view);
     const { parts, query } = parseHash();
-    if (parts[0] === "run" && parts[1]) current = runView(view, parts[1]);
+    if (parts[0] === "run" && parts[1]) current = runView(view, parts[1], parseInt(query.get("at") || "", 10));
     else if (parts[0] === "diff") current = diffView(view, query);
     else if (parts[0] === "compare") current = compareView(view, query);
     else current = runsView(view, query);
@@ -429,7 +429,7 @@
     }
   }
 
-  function runView(view, runId) {
+  function runView(view, runId, openAt) {
     const events = [];
     const byPos = new Map();
     const lanes = new Map(); // stream -> lane number (1-based, after the position column)
@@ -978,6 +978,7 @@
         if (stopped) return;
         loadLabels();
         drawSim();
+        if (openAt > 0) pick(openAt); // #/run/ID?at=POSITION opens that event
         if (!events.length) grid.appendChild(h("p", { class: "empty", style: { gridRow: "2", gridColumn: "1 / -1" }, text: "No events yet." }));
         if (TERMINAL.has(String(run.status))) {
           liveState.textContent = "finished";
@@ -1192,7 +1193,7 @@
         const extra = e.type === "LlmCompleted" ? short(d.content, 160) : e.type === "LlmRequested" ? (d.model || "") : "";
         return h("td", { class: "side " + side + " " + cls },
           h("span", { class: "type", text: `@${e.version} ${e.type}` }), " ",
-          e.position ? h("a", { class: "pos-link", href: "#/run/" + encodeURIComponent(side === "a" ? c.a : c.b), title: "position " + e.position, text: "#" + e.position }) : null,
+          e.position ? h("a", { class: "pos-link", href: "#/run/" + encodeURIComponent(side === "a" ? c.a : c.b) + "?at=" + e.position, title: "open this event (position " + e.position + ")", text: "#" + e.position }) : null,
           label ? h("span", { class: "label", text: label }) : null,
           extra ? h("span", { class: "extra", text: extra }) : null);
       };

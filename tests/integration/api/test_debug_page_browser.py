@@ -208,6 +208,9 @@ def test_fork_here_with_another_model_then_compare_with_origin(debugged, page):
     assert "model-c" in page.locator("#compare").inner_text()
     assert "unchanged" in prompt or "changed" in prompt
     shot(page, "04-side-by-side")
+    parting.locator("td.side.b a.pos-link").click()  # to the fork's page, that event open
+    page.locator("#detail h3").filter(has_text=expected.first_b.type_name).wait_for()
+    assert page.locator("#timeline .ev.selected").get_attribute("data-type") == expected.first_b.type_name
 
     # the fork replays identical: it is a run like any other
     # a fork with another model and temperature replays identical: it re-executes from its

@@ -94,6 +94,8 @@ def cmd_events(args: argparse.Namespace) -> int:
         raise ValueError(f"--limit must be positive, not {args.limit}")
     with _trail(args) as trail:
         shown = 0
+        if not args.json:
+            print(f"{'POSITION':>8}  {'TIME':<23}  STREAM@VERSION  TYPE  PAYLOAD")
         for e in trail.iter_events(
             run_id=args.run, stream_id=args.stream, types=args.types, since=args.since,
             until=args.until, after_position=args.after, limit=args.limit,

@@ -212,13 +212,15 @@ def cmd_events(args: argparse.Namespace) -> int:
     with Client(start_ray=False) as client:
         records = client.events(args.run_id)
         kind = run_kind_of(client.store, args.run_id, records)
+    if not args.json:
+        print(f"{'POSITION':>8}  TIME      STREAM@VERSION  TYPE  WHAT")
     for rec in records:
         if args.json:
             print_json(event_json(rec))
         else:
             e = rec.event
             line = describe(e, brief=True, kind=kind)
-            print(f"{rec.position:>6}  {e.timestamp:%H:%M:%S}  {e.stream_id}@{e.version}  {e.type_name}  {line}")
+            print(f"{rec.position:>8}  {e.timestamp:%H:%M:%S}  {e.stream_id}@{e.version}  {e.type_name}  {line}")
     return 0
 
 

@@ -69,7 +69,8 @@ def env(tmp_path) -> dict[str, str]:
 def test_events_by_run_type_and_time(env):
     r = chorus("audit", "events", "--run", "A", env=env)
     assert r.returncode == 0, r.stderr
-    lines = r.stdout.splitlines()
+    header, *lines = r.stdout.splitlines()
+    assert header.split() == ["POSITION", "TIME", "STREAM@VERSION", "TYPE", "PAYLOAD"]
     assert lines[-1] == "6 event(s)"
     assert [line.split()[4] for line in lines[:-1]] == [
         "RunSubmitted", "LlmRequested", "LlmCompleted", "ToolCalled", "ToolReturned", "RunCompleted",
@@ -83,7 +84,7 @@ def test_events_by_run_type_and_time(env):
     assert list(rows[0]) == list(EVENT_FIELDS)  # the one event shape, as `chorus events --json`
 
     r = chorus("audit", "events", "--since", "2025-03-01T12:00:11", "--until", "2025-03-01T12:00:13", env=env)
-    assert [line.split()[4] for line in r.stdout.splitlines()[:-1]] == ["LlmRequested", "LlmFailed"]
+    assert [line.split()[4] for line in r.stdout.splitlines()[1:-1]] == ["LlmRequested", "LlmFailed"]
 
 
 def test_export_and_the_llm_call_log(env, tmp_path):

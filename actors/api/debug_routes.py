@@ -7,7 +7,7 @@
     GET /v1/compare?a=RUN&b=RUN       read   two runs side by side at the first event where they part:
                                              aligned lead events, the state diff, the prompt diff
     POST /v1/runs/{run_id}/fork-edit  operate  a fork that continues from an LLM call whose completion a
-                                             person replaced (actors.runtime.replay.edit; the token's
+                                             person replaced (actors.agent.fork_edit; the token's
                                              name is recorded as who edited it)
 
 Each goes through the principal's view (actors.api.visibility) like every other route.
@@ -32,7 +32,7 @@ from actors.api.visibility import View
 from actors.runtime.progress import describe, is_error
 from actors.runtime.client import DEFAULT_LLM_PARAMS
 from actors.runtime.replay.compare import Comparison, compare_runs, message_diff, state_diff
-from actors.runtime.replay.edit import MAX_EDIT_CHARS, fork_with_edit
+from actors.agent.fork_edit import MAX_EDIT_CHARS, fork_with_edit
 from actors.runtime.replay.fixtures import fixture_rows, sealed_text
 from actors.runtime.replay.rerun import run_kind_of, run_records
 from events.base import Event

@@ -1,5 +1,5 @@
 """The scripted model: test doubles for the LLM door, kept in the package so Ray workers can
-unpickle them (moved here from `actors.runtime.llm.testing`, which re-exports it).
+unpickle them (formerly `actors.runtime.llm.testing`).
 
 `ScriptedProvider` serves canned replies instead of a model: fast, deterministic runs for
 tests and benchmarks. It passes the same provider contract as the real adapters

@@ -1,6 +1,5 @@
 """Scripted synth minds for tests and benchmarks of the simulation, kept in the package so
-Ray workers can unpickle them (moved here from `actors.simulation.testing`, which re-exports
-them). `scripted_mind` answers a synth's cognitive request from its own menu (it
+Ray workers can unpickle them (formerly `actors.simulation.testing`). `scripted_mind` answers a synth's cognitive request from its own menu (it
 reads the action ids the user message lists), like a model that always replies with
 valid JSON: deterministic, instant, and blind to anything the menu does not say.
 """

@@ -105,7 +105,7 @@ def run_chorus(steps: int, workdir: Path, snapshot_every: int = 100) -> dict[str
     from actors.agent.actor import agent_stream
     from actors.runtime.perform import LiveEffects, drive, local_invoker
     from actors.runtime.llm.gateway import LlmGateway
-    from actors.runtime.llm.testing import ScriptedProvider
+    from actors.testing.model import ScriptedProvider
     from actors.runtime.run import (
         Complete,
         Fail,

@@ -112,7 +112,7 @@ def main() -> int:
     args = ap.parse_args()
 
     from actors.runtime.embeddings import MiniLMEmbedder
-    from actors.runtime.llm.testing import ScriptedProvider
+    from actors.testing.model import ScriptedProvider
 
     repos = corpus()
     root = str(repos)

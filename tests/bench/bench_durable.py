@@ -68,7 +68,7 @@ from actors.runtime.durable import (
 from actors.runtime.effects import CallLlm, LlmReturned
 from actors.runtime.function_agent import replay_function_stream
 from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.llm.types import LlmRequest
 from actors.runtime.perform import LiveEffects, drive
 from actors.runtime.replay.rerun import replay_stream

@@ -6,7 +6,7 @@
 The world: the lighthouse pack (3 synths, 5 places, 9 things) plus filler entities in
 far-off places no synth can reach, up to 10, 100, 1,000 and 10,000 entities, so every
 cycle changes the same few things whatever the size. Synth minds are scripted
-(`actors.simulation.testing.scripted_mind` through the real gateway and cognition: JSON
+(`actors.testing.simulation.scripted_mind` through the real gateway and cognition: JSON
 parsed and validated), so the figures are the kernel's and the store's, not a model's.
 
 Per size, turn about in each round (order alternating), one cycle each from the same
@@ -38,7 +38,7 @@ from actors.simulation import cognition
 from actors.simulation.director import CognitionTask, DirectorState, run_cycle
 from actors.simulation.loader import load_pack
 from actors.simulation.session import DirectorShell, record_session
-from actors.simulation.testing import scripted_synths
+from actors.testing.simulation import scripted_synths
 from actors.simulation.world import EntityNode, LocationNode, World
 from events.store import EventStore
 from tests.bench.bench_store import machine, table

@@ -67,7 +67,7 @@ import json, sys
 from pathlib import Path
 from actors import Client
 from actors.codeqa.orchestrator import TOOLS
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from tests.support import codeqa_llm, fake_research
 
 address, tmp = sys.argv[1], Path(sys.argv[2])

@@ -7,7 +7,7 @@ import logging
 import pytest
 
 from actors import Client
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
 from tests.support.ray_env import worker_env, worker_path
 

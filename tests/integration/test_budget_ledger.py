@@ -14,7 +14,7 @@ from actors import Client
 from actors.codeqa.orchestrator import TOOLS
 from actors.runtime.budget import RayLedger, ledger_from_log
 from actors.runtime.ledger import BUDGET_EXHAUSTED, BudgetExhausted
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.llm.types import LlmRequest, LlmResult
 from actors.runtime.replay import replay_run
 from actors.runtime.run import RunLifecycle, Submit, run_stream

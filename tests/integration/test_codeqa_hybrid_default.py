@@ -15,7 +15,7 @@ from actors.codeqa.answer import relied_on
 from actors.codeqa.config import CodeQaConfig
 from actors.codeqa.tools import GetRepoDocumentation, ListAvailableRepositories, ReadCode, SearchKeyword, SemanticFileSearch
 from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.perform import LiveEffects, drive, local_invoker
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell

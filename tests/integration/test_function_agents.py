@@ -14,7 +14,7 @@ import pytest
 
 from actors import Client
 from actors.runtime.durable import FunctionBehaviour, function_stream
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.replay import replay_run
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell

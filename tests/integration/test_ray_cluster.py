@@ -98,7 +98,7 @@ import json, sys
 from pathlib import Path
 import ray
 from actors import Client
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
 from tests.support import fake_llm
 

@@ -9,7 +9,7 @@ import pytest
 from actors import Client
 from actors.agent.react import ReactAgent
 from actors.agent.actor import agent_stream
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell, rebuild
 from events.runs import Budget

@@ -14,7 +14,7 @@ from actors.api.app import create_app
 from actors.relay import session
 from actors.relay.recording import scheduler_stream
 from actors.runtime.client import Client
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
 from events.relay import EscalationResolved
 from tests.support import relay_llm

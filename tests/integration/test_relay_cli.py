@@ -14,7 +14,7 @@ from actors.relay import prompts, session
 from actors.relay.actor import RelayActor
 from actors.relay.recording import orchestrator_stream, scheduler_stream
 from actors.runtime.client import Client
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
 from events.relay import RoadmapCompleted
 from events.store import EventStore

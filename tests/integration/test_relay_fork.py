@@ -19,7 +19,7 @@ from actors.relay.session import serve_relay
 from actors.relay.workspace import fold_workspace, workspace_at
 from actors.runtime import embeddings
 from actors.runtime.client import Client
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
 from events.relay import RelayTurnStarted, TurnVerified
 from events.store import EventStore

@@ -11,7 +11,7 @@ from actors.relay import session
 from actors.relay.memory import TurnMemory
 from actors.relay.recording import builder_stream
 from actors.runtime.client import Client
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.replay import replay_run
 from actors.runtime.settings import Settings
 from events.effects import LlmRequested, ToolCalled, ToolReturned

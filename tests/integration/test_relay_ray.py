@@ -13,7 +13,7 @@ import pytest
 
 from actors.relay.recording import builder_stream, scheduler_stream, verifier_stream
 from actors.runtime.client import Client
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.replay import replay_run
 from actors.runtime.settings import Settings
 from events.effects import LlmCompleted, LlmRequested, ToolReturned

@@ -22,7 +22,7 @@ from actors.relay.git_workspace import GitWorkspace
 from actors.relay.recording import scheduler_stream, verifier_stream
 from actors.relay.workspace import fold_workspace
 from actors.runtime.client import Client
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
 from events.effects import ToolCalled
 from events.relay import (
@@ -39,7 +39,7 @@ SERVE = """
 import sys
 from actors.relay import session
 from actors.runtime.client import Client
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
 from tests.support import relay_llm
 

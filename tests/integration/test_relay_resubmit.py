@@ -19,7 +19,7 @@ from actors.relay.resubmit import hook_spec, resubmit_stream
 from actors.relay.run import drive_relay
 from actors.relay.scheduler import SchedulerBehaviour
 from actors.runtime.client import Client
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.replay import replay_run
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell

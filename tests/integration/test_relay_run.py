@@ -25,7 +25,7 @@ from actors.relay.scheduler import SchedulerBehaviour
 from actors.relay.verifier import Verifier
 from actors.relay.workspace import workspace_at
 from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.perform import LiveEffects
 from actors.runtime.shell import ActorShell
 from events.effects import LlmRequested

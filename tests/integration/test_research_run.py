@@ -9,7 +9,7 @@ import shutil
 import pytest
 
 from actors import Client
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
 from actors.runtime.replay import replay_run
 from projections.research_history import ResearchHistory

@@ -12,7 +12,7 @@ import pytest
 
 from actors import Client
 from actors.agent.actor import agent_stream
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
 from actors.tasks.workflow import task_stream
 from tests.support import fake_llm

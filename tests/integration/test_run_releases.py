@@ -12,7 +12,7 @@ from urllib.parse import urlparse
 import pytest
 
 from actors import Client
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
 from tests.conftest import POSTGRES_URL, _connect
 from tests.support import fake_llm

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.llm.types import LlmRequest
 from actors.runtime.replay import replay_run
 from actors.runtime.tool_context import ToolContext

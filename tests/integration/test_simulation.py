@@ -17,7 +17,7 @@ from actors.simulation import invariants
 from actors.simulation.client import Simulation, simulate
 from actors.simulation.session import Canonical
 from actors.simulation.streams import director_stream, world_stream
-from actors.simulation.testing import marco_polo, scripted_mind, scripted_synths
+from actors.testing.simulation import marco_polo, scripted_mind, scripted_synths
 from events.store import EventStore
 
 PACKS = Path(__file__).resolve().parents[2] / "actors" / "simulation" / "packs"

@@ -22,7 +22,7 @@ from actors.runtime.settings import Settings
 from actors.simulation import patches
 from actors.simulation.client import Simulation, simulate
 from actors.simulation.streams import director_stream, world_stream
-from actors.simulation.testing import marco_polo, scripted_mind, scripted_synths
+from actors.testing.simulation import marco_polo, scripted_mind, scripted_synths
 from events.simulation import PatchCommitted, StimulusQueued
 from tests.integration.test_simulation import LIGHTHOUSE
 

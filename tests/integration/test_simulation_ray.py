@@ -13,7 +13,7 @@ from actors.runtime.settings import Settings
 from actors.simulation.client import Simulation, simulate
 from actors.simulation.session import Canonical
 from actors.simulation.streams import director_stream, synth_stream, world_stream
-from actors.simulation.testing import scripted_synths, slow_mind, straggler_mind
+from actors.testing.simulation import scripted_synths, slow_mind, straggler_mind
 from tests.integration.test_simulation import LIGHTHOUSE
 
 pytestmark = pytest.mark.ray

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from actors import Client
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
 from actors.tasks.cli import repl
 from actors.tasks.client import run_task, submit_task

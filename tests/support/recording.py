@@ -6,7 +6,7 @@ from actors.agent.react import ReactAgent, StartAgent
 from actors.agent.actor import agent_stream
 from actors.runtime.perform import LiveEffects, drive, local_invoker
 from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.run import Complete, Fail, RunLifecycle, Start, Submit, run_stream
 from actors.runtime.shell import ActorShell
 from actors.tools.files import ReadFile, SearchFiles

@@ -11,7 +11,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from actors.runtime.llm.types import LlmRequest
-from actors.simulation.testing import scripted_mind
+from actors.testing.simulation import scripted_mind
 
 
 @contextmanager

@@ -14,7 +14,7 @@ from actors.codeqa.hyde import FALLBACK_RULE, Corpus, FallbackRule, file_order, 
 from actors.codeqa.tools import SEMANTIC_RANKINGS, FallbackResult, SemanticFileSearch, fallback_rank, format_fallback
 from actors.index.hybrid import RANKINGS, HybridConfig, fuse_hits
 from actors.index.vectors import Hit
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.llm.types import LlmError
 from actors.runtime.settings import ConfigError
 from actors.runtime.tool_context import ToolContext

@@ -24,7 +24,7 @@ from actors.codeqa.occurrences import load_texts
 from actors.codeqa.retrieval import hyde_ranker, keyword_ranker
 from actors.codeqa.tools import SemanticFileSearch
 from actors.index.chunking import Chunk
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import ConfigError
 from actors.runtime.tool_context import ToolContext
 from actors.tools.paths import ToolInputError

@@ -21,7 +21,7 @@ from actors.codeqa.tools import (
 )
 from actors.runtime.perform import LiveEffects, drive, local_invoker
 from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.registry import Registry
 from actors.runtime.shell import ActorShell
 from actors.runtime.tool_context import ToolContext

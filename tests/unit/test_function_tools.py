@@ -225,7 +225,7 @@ def test_tools_are_given_as_names_paths_or_the_functions_themselves():
 @pytest.fixture
 def client(tmp_path):
     from actors import Client
-    from actors.runtime.llm.testing import ScriptedProvider
+    from actors.testing.model import ScriptedProvider
 
     settings = Settings.from_env(data_dir=tmp_path / "data", store_url=f"sqlite:///{tmp_path / 'chorus.db'}")
     with Client(settings=settings, llm=ScriptedProvider(lambda r: "{}"), start_ray=False) as c:

@@ -12,7 +12,7 @@ import pytest
 from actors.agent.lookups import NOT_IN_DEFINITION, RULES
 from actors.agent.react import ReactAgent, StartAgent
 from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.llm.types import LlmRequest
 from actors.runtime.perform import LiveEffects, ReplayEffects, drive, local_invoker
 from actors.runtime.shell import ActorShell

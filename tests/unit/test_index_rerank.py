@@ -18,7 +18,7 @@ from actors.index.rerank import (
     rerank,
     rerank_request,
 )
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.llm.types import LlmError, LlmRequest
 from actors.runtime.tool_context import ToolContext
 

@@ -22,7 +22,7 @@ from actors.runtime.ledger import (
     usage_of,
 )
 from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult
 from actors.runtime.perform import LiveEffects, drive, local_invoker
 from actors.runtime.replay import replay_run

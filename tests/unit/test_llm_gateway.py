@@ -26,7 +26,7 @@ from actors.runtime.llm.providers import (
     parse_json_object,
     provider_from_settings,
 )
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.perform import ReplayEffects
 from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult, ReplayDivergence
 from actors.runtime.registry import Registry

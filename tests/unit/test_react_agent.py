@@ -9,7 +9,7 @@ import pytest
 from actors.agent.react import ReactAgent, StartAgent, next_effect
 from actors.runtime.perform import LiveEffects, ReplayEffects, drive, local_invoker
 from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.llm.types import LlmError, LlmRequest, ReplayDivergence
 from actors.runtime.shell import ActorShell, rebuild
 from actors.tools.files import ReadFile, SearchFiles

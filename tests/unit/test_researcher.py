@@ -10,7 +10,7 @@ from actors.research.researcher import Researcher, ResearchState, StartResearch
 from actors.runtime.effects import CallLlm, CallTool
 from actors.runtime.perform import LiveEffects, drive, local_invoker
 from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.shell import ActorShell, rebuild
 from events.agent import ToolSpec
 from events.store import EventStore

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.llm.types import LlmRequest
 from actors.runtime.run import RunLifecycle, Submit, run_stream
 from actors.runtime.secrets import Redactor, redactor, secrets_in

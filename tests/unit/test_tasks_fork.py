@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.llm.types import LlmRequest
 from actors.runtime.run import RunLifecycle, run_stream
 from actors.runtime.shell import rebuild

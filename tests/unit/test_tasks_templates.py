@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.tasks.runner import prepare, serve, submit
 from actors.tasks.task_system import TaskSystem
 from actors.tasks.templates import (

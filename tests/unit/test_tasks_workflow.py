@@ -9,7 +9,7 @@ import json
 import pytest
 
 from actors.runtime.perform import ReplayEffects
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.run import RunLifecycle, run_stream
 from actors.runtime.shell import ActorShell, rebuild
 from actors.tasks.memory import ContextGenerationInput, MemorySystem, best, scores, shortlist

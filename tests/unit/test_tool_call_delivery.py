@@ -9,7 +9,7 @@ import json
 import pytest
 
 from actors.runtime.llm.gateway import LlmGateway
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.perform import LiveEffects, local_invoker
 from actors.runtime.shell import ActorShell
 from actors.tasks.journal import AT_MOST_ONCE

@@ -3,7 +3,7 @@
 - `OpenAIProvider`: any OpenAI-compatible endpoint (OpenAI, Azure, vLLM, LM Studio, Ollama,
   llama.cpp), with our own retries so every attempt is ours to count and bound.
 
-The test double (`ScriptedProvider`, canned replies) is in `actors.runtime.llm.testing`; replay
+The test double (`ScriptedProvider`, canned replies) is in `actors.testing` (`actors.testing.model`); replay
 serves recorded completions through `actors.runtime.perform.ReplayEffects`, not a provider.
 
 Every adapter passes the shared test case in `tests/unit/test_llm_gateway.py`.

@@ -20,7 +20,7 @@ import pytest
 
 from actors.api.places import ApiConfig
 from actors.runtime.client import Client
-from actors.runtime.llm.testing import ScriptedProvider
+from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
 from tests.support import fake_llm
 from tests.support.ray_env import worker_env, worker_path

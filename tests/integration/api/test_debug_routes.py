@@ -26,7 +26,7 @@ LIGHTHOUSE = Path(__file__).resolve().parents[3] / "actors" / "simulation" / "pa
 @pytest.fixture(scope="module")
 def http(tmp_path_factory):
     from actors.simulation.client import simulate
-    from actors.simulation.testing import scripted_mind, scripted_synths
+    from actors.testing.simulation import scripted_mind, scripted_synths
 
     base = tmp_path_factory.mktemp("debug-routes")
     settings = Settings.from_env(data_dir=base, store_url=f"sqlite:///{base / 'c.db'}", llm_base_url="http://127.0.0.1:9/v1")

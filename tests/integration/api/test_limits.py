@@ -18,7 +18,7 @@ from actors.api.places import ApiConfig
 from actors.runtime.client import Client
 from actors.runtime.settings import Settings
 from actors.simulation.kind import PACKS
-from actors.simulation.testing import scripted_synths
+from actors.testing.simulation import scripted_synths
 
 TOKENS = {"r1": "read", "o1": "operate", "a1": "admin"}
 AS = {scope: {"Authorization": f"Bearer {tok}"} for tok, scope in TOKENS.items()}

@@ -83,7 +83,7 @@ def served(tmp_path_factory) -> Iterator[Served]:
     from actors.runtime.client import Client
     from actors.runtime.settings import Settings
     from actors.simulation.client import simulate
-    from actors.simulation.testing import scripted_mind, scripted_synths
+    from actors.testing.simulation import scripted_mind, scripted_synths
     from tests.support import fake_llm
     from tests.support.recording import record_run
 

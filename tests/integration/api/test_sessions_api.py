@@ -15,7 +15,7 @@ from actors.runtime.replay import replay_run
 from actors.runtime.settings import Settings
 from actors.simulation.client import Simulation
 from actors.simulation.session import Canonical
-from actors.simulation.testing import scripted_synths
+from actors.testing.simulation import scripted_synths
 
 TOKENS = {"r1": "read", "o1": "operate", "a1": "admin"}
 READ, OPERATE, ADMIN = ({"Authorization": f"Bearer {t}"} for t in ("r1", "o1", "a1"))

@@ -23,7 +23,7 @@ from actors.runtime.llm.types import LlmRequest
 from actors.runtime.settings import Settings
 from actors.simulation.session import Canonical
 from actors.simulation.streams import synth_stream
-from actors.simulation.testing import scripted_mind, scripted_synths
+from actors.testing.simulation import scripted_mind, scripted_synths
 
 from .conftest import Server
 

@@ -32,7 +32,7 @@ from actors.simulation.director import (
 from actors.simulation.invariants import Violation
 from actors.simulation.progress import describe
 from actors.simulation.synth import Identity, SynthState
-from actors.simulation.testing import reply
+from actors.testing.simulation import reply
 from actors.simulation.world import World, apply
 from events.base import Event
 from events.effects import LlmCompleted

@@ -53,7 +53,7 @@ from actors.runtime.spawn import spawn_actor
 from actors.runtime.timers import schedule_wake, timer_actor
 from actors.runtime.wire import from_wire
 from events.base import Event
-from events.durable import FunctionForked, FunctionStarted, SignalSent
+from events.durable import FunctionForked, FunctionStarted, SignalConsumed, SignalSent
 from events.errors import ErrorInfo
 from events.runs import Budget
 from events.store import ConcurrencyError, EventStore, Recorded
@@ -231,6 +231,8 @@ class FunctionRun(RunKind):
         if options:
             raise ValueError(f"resuming a function run takes no options, not {', '.join(sorted(options))}")
         start = start_of(client.store, run_id)
+        if _waits_for_a_person(client, run_id):
+            return client.get_run(run_id)  # nothing to serve until the signal comes (it serves the run)
         settings = client.ensure_llm()
         client.ensure_ray()
         if client.run_state(run_id).wake_at is not None:
@@ -382,6 +384,22 @@ def describe_function(e: Event, brief: bool = False) -> str | None:
     if t == "FunctionFailed":
         return f"! FunctionFailed: {d.error.line()}"
     return None
+
+
+def _waits_for_a_person(client: Client, run_id: str) -> bool:
+    """The run waits in `wait_for(name)` with no timer, and no signal of that name is there
+    that its function has not taken: resuming it would start an actor with nothing to do (and
+    a signal arriving meanwhile would let go of that actor while it starts)."""
+    run = client.run_state(run_id)
+    if run.status != "waiting" or run.wake_at is not None or not run.waiting_for:
+        return False
+    name = run.waiting_for
+    sent = sum(isinstance(e, SignalSent) and e.name == name for e in client.store.read_stream(signal_stream(run_id)))
+    taken = sum(
+        isinstance(e, SignalConsumed) and e.name == name and not e.timed_out
+        for e in client.store.read_stream(function_stream(run_id))
+    )  # fmt: skip
+    return sent <= taken
 
 
 def start_of(store: EventStore, run_id: str) -> StartFunction:

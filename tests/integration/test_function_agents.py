@@ -106,3 +106,18 @@ def test_the_approval_agent_waits_and_a_signal_completes_it(ray_local, settings)
         assert report.ok and report.llm_calls == 2
         with pytest.raises(ValueError, match="no more signals"):
             c.signal(run.run_id, "approval", {"ok": True})
+
+
+def test_resuming_a_run_that_waits_for_a_person_leaves_it_waiting_and_a_signal_completes_it(ray_local, settings):
+    """`chorus resume` on a run waiting for a signal has nothing to do (no actor is started
+    for it to be let go of again): the signal then completes it, and the log holds no failure."""
+    with Client(settings=settings, llm=ScriptedProvider(notes_reply)) as c:
+        run = c.submit("version 2.0", agent=release_notes)
+        run.wait(timeout=120)
+        resumed = c.resume(run.run_id)
+        assert c.run_state(run.run_id).status == "waiting"
+        result = c.signal(resumed.run_id, "approval", {"ok": True}).wait(timeout=120)
+        assert result.status == "completed", result
+        types = [r.event.type_name for r in c.store.read_all(run_id=run.run_id)]
+        assert "RunFailed" not in types, types
+        assert replay_run(c.store, run.run_id).ok

@@ -109,6 +109,8 @@ def build_router() -> APIRouter:
             requested_by=state.params.get(REQUESTED_BY),
             submitted_at=row.get("submitted_at"),
             ended_at=row.get("ended_at"),
+            waiting_for=state.waiting_for,
+            wake_at=state.wake_at,
         )
 
     @router.get(

@@ -91,6 +91,8 @@ class RunDetail(BaseModel):
     requested_by: str | None = Field(description="the principal that submitted it over HTTP, if one did")
     submitted_at: datetime | None
     ended_at: datetime | None
+    waiting_for: str | None = Field(None, description="a waiting run: the signal it waits for, or \"sleep\"")
+    wake_at: datetime | None = Field(None, description="a run waiting on a durable timer: when it is due")
 
 
 class CancelIn(BaseModel):

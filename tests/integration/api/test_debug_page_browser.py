@@ -25,7 +25,7 @@ from tests.support.debug_agents import slow_second_call, waits_for_approval
 from tests.support.recording import record_run
 
 from .conftest import TOKENS, Env, make_env
-from .test_page_browser import ARTIFACTS, CHROMIUM, CHROMIUM_ARGS, WAIT_MS, _need_browser, serving
+from .test_page_browser import ARTIFACTS, WAIT_MS, _need_browser, chromium, serving
 
 READ, OPERATE = (next(t for t, s in TOKENS.items() if s == scope) for scope in ("read", "operate"))
 RUN_A, RUN_B = "dbg-origin", "dbg-other"
@@ -77,16 +77,8 @@ def debugged(tmp_path_factory, ray_module) -> Iterator[Debugged]:
 
 @pytest.fixture(scope="module")
 def browser(debugged) -> Iterator[object]:
-    from playwright.sync_api import sync_playwright
-
-    ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    print(f"\ndebugging page screenshots: {ARTIFACTS}/debug-*.png")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
-        try:
-            yield b
-        finally:
-            b.close()
+    with chromium("debugging page screenshots (debug-*.png)") as b:
+        yield b
 
 
 @pytest.fixture

@@ -129,18 +129,25 @@ def serving(app) -> Iterator[str]:
         sock.close()
 
 
-@pytest.fixture(scope="module")
-def browser(served) -> Iterator[object]:
+@contextlib.contextmanager
+def chromium(screenshots: str) -> Iterator[object]:
+    """Debian's chromium, headless, under playwright; says where the screenshots go."""
     from playwright.sync_api import sync_playwright
 
     ARTIFACTS.mkdir(parents=True, exist_ok=True)
-    print(f"\nbrowser test screenshots: {ARTIFACTS}")
+    print(f"\n{screenshots}: {ARTIFACTS}")
     with sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=CHROMIUM_ARGS)
         try:
             yield b
         finally:
             b.close()
+
+
+@pytest.fixture(scope="module")
+def browser(served) -> Iterator[object]:
+    with chromium("browser test screenshots") as b:
+        yield b
 
 
 @pytest.fixture

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from events.base import Event
 from events.registry import event_type
 
@@ -19,4 +21,22 @@ class CompletionEdited(Event):
     call_index: int
     original: str
     edited: str
+    edited_by: str
+
+
+@event_type("PromptEdited")
+class PromptEdited(Event):
+    """A fork continues from an LLM call whose prompt a person replaced. It is on the fork's
+    agent stream, right after `AgentForked`: the agent sends `edited` in place of the prompt
+    it would have built for call `call_index`, live, and the model's answer is recorded as
+    usual (so a replay re-asks the edited prompt and is served that answer). Who (`edited_by`),
+    where (the origin run, its position, the call) and what (the messages the model had been
+    sent, and the person's)."""
+
+    origin_run: str
+    origin_position: int
+    actor: str  # the stream of the edited call, in the fork
+    call_index: int
+    original: list[dict[str, Any]]
+    edited: list[dict[str, Any]]
     edited_by: str

@@ -53,6 +53,7 @@ from events.agent import (
     ToolSpec,
 )
 from events.base import Event, State
+from events.debug import PromptEdited
 from events.effects import LlmCompleted, LlmFailed, ToolCalled, ToolReturned
 from events.errors import ErrorInfo
 from events.runs import Budget, BudgetExceeded
@@ -72,6 +73,16 @@ class PendingStep(BaseModel):
     action: str
     args: dict[str, Any]
     auto: bool = False
+
+
+class PromptEdit(BaseModel):
+    """A person's prompt for one LLM call of a fork (events/debug.py PromptEdited): sent in
+    place of the prompt the agent would have built for that call."""
+
+    model_config = ConfigDict(frozen=True)
+
+    call_index: int
+    messages: list[dict[str, Any]]
 
 
 class AgentState(State):
@@ -100,6 +111,7 @@ class AgentState(State):
     last_at: datetime | None = None
     answer: str | None = None
     error: ErrorInfo | None = None
+    prompt_edit: PromptEdit | None = None  # a fork's edited prompt, until that call is made
 
     @property
     def tool_names(self) -> list[str]:
@@ -181,16 +193,20 @@ def next_effect(state: AgentState, prompt: Callable[..., list[dict[str, str]]] |
     lines = answer_lines(state) if first else {}
     if lines:  # runs from before rule revision 6: their prompt
         grounded["answer_line"] = True
-    messages = (prompt or build_messages)(
-        state.goal,
-        tools,
-        state.history,
-        iteration=state.iteration + 1,
-        max_iterations=state.max_iterations,
-        force_answer=last,
-        earlier_steps=state.steps_dropped,
-        **grounded,
-    )
+    edit = state.prompt_edit
+    if edit is not None and edit.call_index == state.llm_calls + 1:
+        messages = edit.messages  # a person's prompt for this call (a fork with an edit)
+    else:
+        messages = (prompt or build_messages)(
+            state.goal,
+            tools,
+            state.history,
+            iteration=state.iteration + 1,
+            max_iterations=state.max_iterations,
+            force_answer=last,
+            earlier_steps=state.steps_dropped,
+            **grounded,
+        )
     request = LlmRequest(
         model=state.model,
         messages=messages,
@@ -427,6 +443,8 @@ class ReactAgent(Behaviour[AgentState]):
             )
         elif isinstance(event, (LlmCompleted, LlmFailed)):
             up["llm_calls"] = state.llm_calls + 1
+            if state.prompt_edit is not None and event.call_index >= state.prompt_edit.call_index:
+                up["prompt_edit"] = None  # the edited call is made
             if isinstance(event, LlmCompleted):
                 up["tokens"] = state.tokens + event.prompt_tokens + event.completion_tokens
         elif isinstance(event, StepDecided):
@@ -468,5 +486,7 @@ class ReactAgent(Behaviour[AgentState]):
                 up["model"] = event.model
             if event.params is not None:
                 up["params"] = event.params
+        elif isinstance(event, PromptEdited):
+            up["prompt_edit"] = PromptEdit(call_index=event.call_index, messages=event.edited)
         return state.model_copy(update=up)
 

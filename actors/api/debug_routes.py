@@ -6,9 +6,9 @@
                                              (plugins' event types included), and whether it is an error
     GET /v1/compare?a=RUN&b=RUN       read   two runs side by side at the first event where they part:
                                              aligned lead events, the state diff, the prompt diff
-    POST /v1/runs/{run_id}/fork-edit  operate  a fork that continues from an LLM call whose completion a
-                                             person replaced (actors.agent.fork_edit; the token's
-                                             name is recorded as who edited it)
+    POST /v1/runs/{run_id}/fork-edit  operate  a fork that continues from an LLM call whose completion or
+                                             prompt a person replaced (actors.agent.fork_edit; the
+                                             token's name is recorded as who edited it)
 
 Each goes through the principal's view (actors.api.visibility) like every other route.
 Actions (fork, cancel, resume, signal, replay) are the existing routes, with their scopes.
@@ -17,11 +17,11 @@ Actions (fork, cancel, resume, signal, replay) are the existing routes, with the
 from __future__ import annotations
 
 import itertools
-from typing import Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, HTTPException, Path, Query
 from fastapi.responses import Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
 from starlette.concurrency import run_in_threadpool
 
 from actors.api.auth import Principal, require
@@ -32,7 +32,7 @@ from actors.api.visibility import View
 from actors.runtime.progress import describe, is_error
 from actors.runtime.client import DEFAULT_LLM_PARAMS
 from actors.runtime.replay.compare import Comparison, compare_runs, message_diff, state_diff
-from actors.agent.fork_edit import MAX_EDIT_CHARS, fork_with_edit
+from actors.agent.fork_edit import MAX_EDIT_CHARS, MAX_PROMPT_CHARS, MAX_PROMPT_MESSAGES, fork_with_edit
 from actors.runtime.replay.fixtures import fixture_rows, sealed_text
 from actors.runtime.replay.rerun import run_kind_of, run_records
 from events.base import Event
@@ -41,13 +41,33 @@ RunId = Path(pattern=ID_PATTERN, description="a run id")
 MAX_LABELS = 20_000
 
 
+class PromptMessage(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    role: Literal["system", "user", "assistant", "tool"]
+    content: str = Field(max_length=MAX_PROMPT_CHARS)
+
+
 class ForkEditIn(BaseModel):
+    """Exactly one of `completion` and `prompt`."""
+
     model_config = ConfigDict(extra="forbid")
 
     at: int = Field(ge=1, description="the global position of the LLM call (its LlmRequested or LlmCompleted)")
-    completion: str = Field(min_length=1, max_length=MAX_EDIT_CHARS, description="what the model should have said")
+    completion: str | None = Field(None, min_length=1, max_length=MAX_EDIT_CHARS, description="what the model should have said")
+    prompt: Annotated[list[PromptMessage], Field(min_length=1, max_length=MAX_PROMPT_MESSAGES)] | Annotated[str, Field(min_length=1, max_length=MAX_PROMPT_CHARS)] | None = Field(
+        None,
+        description="what the model should have been sent instead: the whole list of messages, or a text that replaces "
+        "the last user message; the edited call then goes to the model live (recorded as PromptEdited)",
+    )  # fmt: skip
     model: str | None = Field(None, max_length=200)
     temperature: float | None = Field(None, ge=0, le=2)
+
+    @model_validator(mode="after")
+    def one_edit(self) -> ForkEditIn:
+        if (self.completion is None) == (self.prompt is None):
+            raise ValueError("give either completion or prompt")
+        return self
 
 
 class Label(BaseModel):
@@ -71,7 +91,10 @@ class SideEvent(BaseModel):
 
 
 class AlignedRow(BaseModel):
-    index: int = Field(description="the index in both lead streams")
+    index: int = Field(
+        description="the row: the index in both lead streams up to the parting; from it, a fork's mark (AgentForked, "
+        "PromptEdited) has a row of its own with nothing on the other side, so the events after it line up"
+    )
     same: bool
     a: SideEvent | None
     b: SideEvent | None
@@ -120,14 +143,16 @@ def build_router() -> APIRouter:
 
     @router.post(
         "/runs/{run_id}/fork-edit", status_code=202, response_model=Submitted, responses={**RUN_ERRORS, **BAD_INPUT},
-        summary="A fork that continues from an LLM call whose completion a person replaced (recorded as CompletionEdited)",
+        summary="A fork that continues from an LLM call whose completion (CompletionEdited) or prompt (PromptEdited) a person replaced",
     )  # fmt: skip
     def fork_edit(body: ForkEditIn, run_id: str = RunId, who: Principal = operate, s: Services = Depends(services)) -> Submitted:
         params = None if body.temperature is None else {**DEFAULT_LLM_PARAMS, "temperature": body.temperature}
+        prompt = body.prompt if body.prompt is None or isinstance(body.prompt, str) else [m.model_dump() for m in body.prompt]
         with acting_as(who.name):
             handle = fork_with_edit(
-                s.client, run_id, body.at, completion=body.completion, edited_by=who.name, model=body.model, llm_params=params
-            )
+                s.client, run_id, body.at, completion=body.completion, prompt=prompt, edited_by=who.name,
+                model=body.model, llm_params=params,
+            )  # fmt: skip
         s.keep(handle)
         state = s.client.run_state(handle.run_id)
         return Submitted(run_id=handle.run_id, agent=state.agent, status=state.status, forked_from=state.forked_from)

@@ -12,10 +12,12 @@ them through the principal's view): every value here is JSON as recorded.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
 from actors.runtime.replay.diff import _end, _fact, lead_streams
+from actors.runtime.replay.report import FORK_MARKS
 from actors.runtime.replay.state import state_at
 from events.base import ENVELOPE_FIELDS, Event
 
@@ -32,7 +34,8 @@ class Comparison:
     shared: int  # leading lead events that are the same fact
     lead_a: str | None
     lead_b: str | None
-    # aligned rows: index in the lead streams, the event on each side (None past an end), same fact or not
+    # aligned rows (`aligned`): row number, the event on each side (None past an end or beside
+    # a fork's mark), same fact or not
     rows: list[dict[str, Any]] = field(default_factory=list)
     first_a: Event | None = None
     first_b: Event | None = None
@@ -57,9 +60,11 @@ def compare_runs(store: Any, run_a: str, run_b: str, context: int = 5, after: in
     first_a = la[shared] if shared < len(la) else None
     first_b = lb[shared] if shared < len(lb) else None
     rows = []
-    for i in range(max(0, shared - context), min(max(len(la), len(lb)), shared + after)):
-        ea = la[i] if i < len(la) else None
-        eb = lb[i] if i < len(lb) else None
+    for i, (ea, eb) in enumerate(aligned(la, lb, shared)):
+        if i < shared - context:
+            continue
+        if i >= shared + after:
+            break
         same = ea is not None and eb is not None and ea.type_name == eb.type_name and _fact(ea, run_a) == _fact(eb, run_b)
         rows.append({"index": i, "a": ea, "b": eb, "same": same})
     out = Comparison(
@@ -87,6 +92,28 @@ def compare_runs(store: Any, run_a: str, run_b: str, context: int = 5, after: in
         pick = (earlier[-1:] if answered else later[:1]) or later[:1] or earlier[-1:]
         setattr(out, f"prompt_{side}", pick[0] if pick else None)
     return out
+
+
+def aligned(la: list[Event], lb: list[Event], shared: int) -> Iterator[tuple[Event | None, Event | None]]:
+    """The two lead streams as rows: the shared events pairwise, then, from the parting, each
+    side's events pairwise except that a fork's mark (`AgentForked`, and a `PromptEdited`
+    after it) gets a row of its own with nothing on the other side, so that what the fork did
+    after its mark lines up with what the origin did at the same point."""
+    i = j = 0
+    while i < len(la) or j < len(lb):
+        ea = la[i] if i < len(la) else None
+        eb = lb[j] if j < len(lb) else None
+        if i >= shared and ea is not None and eb is not None and ea.type_name != eb.type_name:
+            if eb.type_name in FORK_MARKS:
+                yield None, eb
+                j += 1
+                continue
+            if ea.type_name in FORK_MARKS:
+                yield ea, None
+                i += 1
+                continue
+        yield ea, eb
+        i, j = i + (ea is not None), j + (eb is not None)
 
 
 def payload(e: Event) -> dict[str, Any]:

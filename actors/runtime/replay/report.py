@@ -52,13 +52,29 @@ class ReplayReport:
         return self.original_s / self.replay_s if self.replay_s > 0 else float("inf")
 
     def add(self, stream_id: str, original: list[Event], replayed: list[Event]) -> None:
-        """Count one replayed stream."""
+        """Count one replayed stream. A fork's stream counts from its fork mark on: the events
+        before it are the origin's, copied (with the origin's timestamps), and were taken as
+        recorded, not re-executed; its "live" time runs from the mark to its last event."""
         self.streams.append(stream_id)
-        if original:
-            self.original_s += (original[-1].timestamp - original[0].timestamp).total_seconds()
+        own = own_start(original)
+        timed = original[max(own - 1, 0) :]  # from the mark (when the fork began) to the end
+        if timed:
+            self.original_s += (timed[-1].timestamp - timed[0].timestamp).total_seconds()
+        replayed = replayed[own_start(replayed) :]
         self.events += len(replayed)
         self.llm_calls += sum(1 for e in replayed if e.type_name in ("LlmCompleted", "LlmFailed"))
         self.tool_calls += sum(1 for e in replayed if e.type_name == "ToolReturned")
+
+
+# what the runtime writes at the head of a fork's stream, after the origin's copied events:
+# the fork's mark, and a person's edit of the prompt it continues from (events/debug.py)
+FORK_MARKS = frozenset({"AgentForked", "FunctionForked", "PromptEdited"})  # a workflow fork copies nothing
+
+
+def own_start(events: list[Event]) -> int:
+    """Where a stream's own events begin: after its last fork mark (0 for a stream that is not
+    a fork's)."""
+    return max((i + 1 for i, e in enumerate(events) if e.type_name in FORK_MARKS), default=0)
 
 
 def first_difference(stream_id: str, original: list[Event], replayed: list[Event], reason: str = "") -> Divergence | None:

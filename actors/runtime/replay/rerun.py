@@ -67,8 +67,9 @@ def recorded_clock(original: list[Event]) -> Callable[[int], datetime]:
     return lambda version: original[min(version, len(original)) - 1].timestamp
 
 
-# events the runtime writes into a stream that its behaviour does not decide: a fork's mark
-FORK_MARKERS = frozenset({"AgentForked"})
+# events the runtime writes into a stream that its behaviour does not decide: a fork's mark,
+# and a person's edit of the prompt the fork continues from (it follows the mark)
+FORK_MARKERS = frozenset({"AgentForked", "PromptEdited"})
 
 
 def _as_recorded(e: Event) -> Event:
@@ -93,11 +94,11 @@ def replay_stream(
     is reported either way.
 
     A fork's stream (one holding a `FORK_MARKERS` event) starts from the history it copied:
-    the events up to and including the marker are the origin's facts (its own replay checks
-    them) and the fork's choice of model, so they are seeded as recorded, and what the fork
-    did from there is re-executed."""
+    the events up to and including the last marker are the origin's facts (its own replay
+    checks them) and the fork's choice of model (or a person's edit of the next prompt), so
+    they are seeded as recorded, and what the fork did from there is re-executed."""
     scratch = EventStore("memory://")
-    marker = next((i for i, e in enumerate(original) if e.type_name in FORK_MARKERS), None)
+    marker = max((i for i, e in enumerate(original) if e.type_name in FORK_MARKERS), default=None)
     if marker is not None:
         scratch.append(stream_id, [_as_recorded(e) for e in original[: marker + 1]], 0)
     shell = ActorShell(

@@ -22,7 +22,7 @@ import sys
 from collections import Counter
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import actors
 from actors.cli import serve, signals, views
@@ -138,6 +138,12 @@ def _parser() -> argparse.ArgumentParser:
                       help="the global log position to fork at (a simulation session: a cycle; a relay: a builder turn)")
     fork.add_argument("--model", help="continue with another model")
     fork.add_argument("--temperature", type=float, help="continue with another temperature")
+    edit = fork.add_mutually_exclusive_group()
+    edit.add_argument("--completion", type=Path, metavar="FILE",
+                      help="an agent run: continue from the LLM call at --at with its completion replaced by FILE's text")
+    edit.add_argument("--prompt", type=Path, metavar="FILE",
+                      help="an agent run: send the LLM call at --at FILE's prompt instead, live (a JSON list of "
+                           "{role, content} messages, or a text that replaces the last user message)")
     fork.add_argument("--quiet", "-q", action="store_true", help="print only the answer")
     fork.set_defaults(func=cmd_fork)
 
@@ -300,12 +306,34 @@ def cmd_fork(args: argparse.Namespace) -> int:
     if args.temperature is not None:
         params = {**DEFAULT_LLM_PARAMS, "temperature": args.temperature}
     with Client() as client:
-        handle = client.fork(args.run_id, args.at, model=args.model, llm_params=params)
+        if args.completion is not None or args.prompt is not None:
+            handle = _fork_with_edit(client, args, params)
+        else:
+            handle = client.fork(args.run_id, args.at, model=args.model, llm_params=params)
         kind = Registry.run_kind(client.run_state(handle.run_id).agent or Registry.default_run_kind().name)
         print(f"run {handle.run_id} (forked from {args.run_id} at {kind.fork_unit} {args.at})", flush=True)
         if not kind.live:
             return 0  # it waits for its user (`chorus sim step`)
         return follow_run(handle, args.quiet)
+
+
+def _fork_with_edit(client: Client, args: argparse.Namespace, params: dict[str, object] | None) -> Any:
+    """`chorus fork --completion FILE | --prompt FILE` (actors.agent.fork_edit): the edit is
+    recorded as made by the user running the command."""
+    import getpass
+
+    from actors.agent.fork_edit import fork_with_edit
+
+    text = (args.completion or args.prompt).read_text(encoding="utf-8")
+    if args.completion is not None:
+        return fork_with_edit(client, args.run_id, args.at, completion=text, edited_by=getpass.getuser(), model=args.model, llm_params=params)
+    try:
+        prompt = json.loads(text)
+    except ValueError:
+        prompt = text  # not JSON: the text of the last user message
+    if not isinstance(prompt, list):
+        prompt = text
+    return fork_with_edit(client, args.run_id, args.at, prompt=prompt, edited_by=getpass.getuser(), model=args.model, llm_params=params)
 
 
 def cmd_resume(args: argparse.Namespace) -> int:

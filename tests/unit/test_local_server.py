@@ -182,25 +182,32 @@ def test_adopting_a_running_server_is_said_once(tmp_path: Path, capsys: pytest.C
         httpd.server_close()
 
 
-# A stand-in for llama_cpp.server: answers /v1/models as the alias on the port it is given.
+# A stand-in for llama_cpp.server: answers /v1/models as the alias on the port it is given,
+# after a second of "loading the model"; counts its requests on the child's idle clock.
 FAKE_SERVER = """
-import json, sys
+import json, sys, time
 from http.server import BaseHTTPRequestHandler, HTTPServer
+from actors.runtime.llm import idle
 port = int(sys.argv[sys.argv.index('--port') + 1])
 alias = sys.argv[sys.argv.index('--model_alias') + 1]
 class H(BaseHTTPRequestHandler):
     def log_message(self, *a): pass
     def do_GET(self):
+        if idle.CLOCK: idle.CLOCK.begin(time.monotonic())
         raw = json.dumps({'object': 'list', 'data': [{'id': alias}]}).encode()
         self.send_response(200); self.send_header('Content-Length', str(len(raw))); self.end_headers()
         self.wfile.write(raw)
+        if idle.CLOCK: idle.CLOCK.end(time.monotonic())
+time.sleep(1.0)
 HTTPServer(('127.0.0.1', port), H).serve_forever()
 """
 
-# A `chorus` process: starts the (fake) embedded server, prints its pid, then waits.
+# A `chorus` process: starts (or finds) the (fake) embedded server, prints what it did and the
+# server's pid, then waits (or exits at once with `leave`).
 PARENT = """
-import sys, time
+import json, sys, time
 from pathlib import Path
+from actors.runtime.llm import local_server
 from actors.runtime.llm.local_server import LocalLlamaServer
 from actors.runtime.settings import Settings
 FAKE = {fake!r}
@@ -208,10 +215,15 @@ class Fake(LocalLlamaServer):
     def command(self, model):
         return [sys.executable, "-c", FAKE, *super().command(model)[3:]]
 tmp = Path({tmp!r})
-settings = Settings(data_dir=tmp, store_url="sqlite://", llm_port={port}, gguf_path=tmp / "own.gguf")
+settings = Settings(data_dir=tmp, store_url="sqlite://", llm_port={port}, gguf_path=tmp / "own.gguf",
+                    llm_idle_s={idle_s})
 server = Fake(settings, detached={detached}).start()
-print(server._proc.pid if server._proc else "detached", flush=True)
-if not {detached}:
+note = local_server.noted_server(settings) or {{}}
+if server._proc:
+    print(server._proc.pid, flush=True)
+else:
+    print(json.dumps({{"reused": server.reused, "shared": server.shared, "pid": note.get("pid")}}), flush=True)
+if not {detached} and not {leave}:
     time.sleep(600)
 """
 
@@ -237,22 +249,35 @@ def _gone_within(pid: int, seconds: float) -> bool:
     return False
 
 
-def start_parent(tmp_path: Path, port: int, detached: bool = False) -> tuple[subprocess.Popen[str], str]:
+def spawn_parent(
+    tmp_path: Path, port: int, detached: bool = False, idle_s: float = 0.0, leave: bool = False
+) -> subprocess.Popen[str]:
     (tmp_path / "own.gguf").write_bytes(b"GGUF")
-    code = PARENT.format(fake=FAKE_SERVER, tmp=str(tmp_path), port=port, detached=detached)
-    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    code = PARENT.format(fake=FAKE_SERVER, tmp=str(tmp_path), port=port, detached=detached, idle_s=idle_s, leave=leave)
+    return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def start_parent(
+    tmp_path: Path, port: int, detached: bool = False, idle_s: float = 0.0, leave: bool = False
+) -> tuple[subprocess.Popen[str], str]:
+    proc = spawn_parent(tmp_path, port, detached, idle_s, leave)
+    return proc, first_line(proc)
+
+
+def first_line(proc: subprocess.Popen[str]) -> str:
     assert proc.stdout is not None
     line = proc.stdout.readline().strip()
     if not line:
         proc.wait(timeout=30)
         raise AssertionError(f"the parent did not start its server: {proc.stderr.read() if proc.stderr else ''}")
-    return proc, line
+    return line
 
 
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGKILL])
 def test_the_server_dies_with_the_chorus_process(tmp_path: Path, sig: int) -> None:
-    """SIGTERM skips atexit, and SIGKILL skips everything: the server is stopped either way
-    (by the parent's handler, or by the child's watch on its parent)."""
+    """With CHORUS_LLM_IDLE_S=0 (each process its own server): SIGTERM skips atexit, and
+    SIGKILL skips everything: the server is stopped either way (by the parent's handler, or
+    by the child's watch on its parent)."""
     port = free_port()
     parent, child = start_parent(tmp_path, port)
     child_pid = int(child)
@@ -271,7 +296,7 @@ def test_the_server_dies_with_the_chorus_process(tmp_path: Path, sig: int) -> No
 def test_model_serve_stays_up_until_model_stop(tmp_path: Path) -> None:
     port = free_port()
     parent, said = start_parent(tmp_path, port, detached=True)
-    assert said == "detached" and parent.wait(timeout=30) == 0
+    assert json.loads(said)["shared"] is False and parent.wait(timeout=30) == 0
     settings = settings_for(tmp_path, port)
     note = json.loads(local_server.pid_file(settings).read_text())
     try:
@@ -289,9 +314,80 @@ def test_model_serve_stays_up_until_model_stop(tmp_path: Path) -> None:
 def test_model_stop_leaves_a_server_it_did_not_start(tmp_path: Path) -> None:
     httpd = serve_models("qwen2.5-coder-1.5b-instruct")
     try:
-        with pytest.raises(LocalServerError, match="not started by `chorus model serve`"):
+        with pytest.raises(LocalServerError, match="not started by Chorus"):
             local_server.stop_detached(settings_for(tmp_path, httpd.server_address[1]))
         assert answers(httpd.server_address[1])
     finally:
         httpd.shutdown()
         httpd.server_close()
+
+
+def _kill_group(pid: int | None) -> None:
+    if pid:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(pid, signal.SIGKILL)
+
+
+def test_the_shared_server_outlives_its_starter_and_serves_the_next(tmp_path: Path) -> None:
+    """The first process starts the shared server and exits; the next one uses it (no second
+    copy); `chorus model stop` still stops it."""
+    port = free_port()
+    first, said = start_parent(tmp_path, port, idle_s=600, leave=True)
+    started = json.loads(said)
+    try:
+        assert started["shared"] and not started["reused"] and first.wait(timeout=30) == 0
+        assert answers(port, timeout=5.0), "the shared server stopped with the process that started it"
+        second, said = start_parent(tmp_path, port, idle_s=600, leave=True)
+        assert json.loads(said) == {"reused": True, "shared": False, "pid": started["pid"]}
+        assert second.wait(timeout=30) == 0
+        assert "stopped the local LLM server" in local_server.stop_detached(settings_for(tmp_path, port))
+        assert _gone_within(started["pid"], 30.0) and not answers(port)
+    finally:
+        _kill_group(started["pid"])
+
+
+def test_two_processes_starting_at_once_end_with_one_server(tmp_path: Path) -> None:
+    port = free_port()
+    parents = [spawn_parent(tmp_path, port, idle_s=600, leave=True) for _ in range(2)]
+    said = [json.loads(first_line(p)) for p in parents]
+    pids = {s["pid"] for s in said}
+    try:
+        assert all(p.wait(timeout=30) == 0 for p in parents)
+        assert sorted(s["shared"] for s in said) == [False, True]  # one started it, one used it
+        assert sorted(s["reused"] for s in said) == [False, True]
+        assert len(pids) == 1 and answers(port)
+    finally:
+        for pid in pids:
+            _kill_group(pid)
+
+
+def test_the_shared_server_stops_itself_when_idle(tmp_path: Path) -> None:
+    port = free_port()
+    parent, said = start_parent(tmp_path, port, idle_s=1, leave=True)
+    pid = json.loads(said)["pid"]
+    try:
+        assert parent.wait(timeout=30) == 0
+        assert _gone_within(pid, 60.0), "the idle shared server did not stop"
+        assert not answers(port)
+        with pytest.raises(LocalServerError, match="no local LLM server"):
+            local_server.stop_detached(settings_for(tmp_path, port))
+    finally:
+        _kill_group(pid)
+
+
+def test_a_busy_shared_server_is_used_by_its_note_without_waiting(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """llama.cpp answers nothing while it computes: the note the shared server left says which
+    model it serves, so a process that finds the port taken uses it at once."""
+    monkeypatch.setattr(local_server, "BUSY_WAIT_S", 0.0)
+    settings = settings_for(tmp_path, free_port())
+    with socket.socket() as s:  # a port taken, silent: the busy server
+        s.bind(("127.0.0.1", settings.llm_port))
+        s.listen()
+        local_server.pid_file(settings).parent.mkdir(parents=True)
+        note = {"pid": os.getpid(), "port": settings.llm_port, "model": settings.llm_model}
+        local_server.pid_file(settings).write_text(json.dumps(note))
+        server = LocalLlamaServer(settings).start()
+        assert server.reused
+        local_server.pid_file(settings).write_text(json.dumps({**note, "model": "llama-3-70b"}))
+        with pytest.raises(LocalServerError, match="another model"):
+            LocalLlamaServer(settings).start()

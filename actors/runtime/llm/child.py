@@ -1,14 +1,19 @@
-"""Run a Python command line that dies with the process that started it.
+"""Run a Python command line that dies with the process that started it, or when idle.
 
-    python -m actors.runtime.llm.child PARENT_PID -m llama_cpp.server --model ...
-    python -m actors.runtime.llm.child PARENT_PID -c "code"
+    python -m actors.runtime.llm.child PARENT_PID [--idle-s N] -m llama_cpp.server --model ...
+    python -m actors.runtime.llm.child PARENT_PID [--idle-s N] -c "code"
 
 A daemon thread checks every second that PARENT_PID is still this process's parent; when it
 is not (the parent exited, was killed, or crashed), this process sends itself SIGTERM, so a
 `chorus` killed with SIGKILL does not leave the embedded LLM server holding its port and
-3 GB of memory. PARENT_PID 0 watches nothing (`chorus model serve`: a server meant to stay up).
+3 GB of memory. PARENT_PID 0 watches nothing (the shared server, or `chorus model serve`).
 Watching the parent from inside the child, rather than with PR_SET_PDEATHSIG, keeps the
 server alive when the thread that started it ends while its process goes on.
+
+With `--idle-s N` (N > 0) the server ends itself once N seconds have passed with no HTTP
+request in flight (`actors.runtime.llm.idle`): that is how the one server every `chorus`
+process on the machine shares goes away when nobody uses it. llama.cpp's app is wrapped to
+count its requests; a `-c` server counts its own on `idle.CLOCK` (the tests' stand-ins).
 """
 
 from __future__ import annotations
@@ -20,34 +25,76 @@ import sys
 import threading
 import time
 
+from actors.runtime.llm import idle
+
 POLL_S = 1.0
 GRACE_S = 10.0
+USAGE = "usage: python -m actors.runtime.llm.child PARENT_PID [--idle-s N] (-m MODULE | -c CODE) [ARGS...]"
 
 
 def _parent_gone(parent: int) -> bool:
     return os.getppid() != parent
 
 
-def watch(parent: int) -> None:
-    while not _parent_gone(parent):
-        time.sleep(POLL_S)
+def _end_self() -> None:
     os.kill(os.getpid(), signal.SIGTERM)  # the server's own graceful shutdown
     time.sleep(GRACE_S)
     os._exit(143)
 
 
+def watch(parent: int) -> None:
+    while not _parent_gone(parent):
+        time.sleep(POLL_S)
+    _end_self()
+
+
+def watch_idle(clock: idle.IdleClock) -> None:
+    while not clock.expired(time.monotonic()):
+        time.sleep(min(POLL_S, max(0.05, clock.left(time.monotonic()))))
+    print(f"chorus: no request for {clock.idle_s:g}s: the shared LLM server stops", file=sys.stderr, flush=True)
+    _end_self()
+
+
+def instrument_llama_server(clock: idle.IdleClock) -> None:
+    """Count llama_cpp.server's requests on `clock` (its __main__ builds the app with
+    `create_app`, looked up when runpy runs it)."""
+    import llama_cpp.server.app as app_module
+
+    create_app = app_module.create_app
+
+    def counted_app(*args: object, **kwargs: object) -> idle.CountRequests:
+        return idle.CountRequests(create_app(*args, **kwargs), clock)
+
+    app_module.create_app = counted_app  # type: ignore[assignment]
+
+
+def parse(argv: list[str]) -> tuple[int, float, list[str]]:
+    """(parent pid, idle seconds, the rest: -m MODULE ... or -c CODE ...)."""
+    if not argv:
+        sys.exit(USAGE)
+    parent, rest, idle_s = argv[0], argv[1:], 0.0
+    if rest[:1] == ["--idle-s"] and len(rest) > 1:
+        idle_s, rest = float(rest[1]), rest[2:]
+    if len(rest) < 2 or rest[0] not in ("-m", "-c"):
+        sys.exit(USAGE)
+    return int(parent), idle_s, rest
+
+
 def main(argv: list[str]) -> None:
-    if len(argv) < 3 or argv[1] not in ("-m", "-c"):
-        sys.exit("usage: python -m actors.runtime.llm.child PARENT_PID (-m MODULE | -c CODE) [ARGS...]")
-    parent = int(argv[0])
+    parent, idle_s, rest = parse(argv)
     if parent:
         threading.Thread(target=watch, args=(parent,), name="chorus-parent-watch", daemon=True).start()
-    if argv[1] == "-m":
-        sys.argv = [argv[2], *argv[3:]]
-        runpy.run_module(argv[2], run_name="__main__", alter_sys=True)
+    if idle_s > 0:
+        idle.CLOCK = idle.IdleClock(idle_s, time.monotonic())
+        if rest[:2] == ["-m", "llama_cpp.server"]:
+            instrument_llama_server(idle.CLOCK)
+        threading.Thread(target=watch_idle, args=(idle.CLOCK,), name="chorus-idle-watch", daemon=True).start()
+    if rest[0] == "-m":
+        sys.argv = [rest[1], *rest[2:]]
+        runpy.run_module(rest[1], run_name="__main__", alter_sys=True)
     else:
-        sys.argv = ["-c", *argv[3:]]
-        exec(compile(argv[2], "<child>", "exec"), {"__name__": "__main__"})
+        sys.argv = ["-c", *rest[2:]]
+        exec(compile(rest[1], "<child>", "exec"), {"__name__": "__main__"})
 
 
 if __name__ == "__main__":

@@ -1,10 +1,17 @@
 """The embedded LLM endpoint: llama-cpp-python's OpenAI-compatible server on loopback.
 
-Started by Chorus when no endpoint is configured, and stopped with it: at exit, on SIGTERM
-(the server is stopped, then the process dies of the signal as it would have), and, when the
-`chorus` process is killed outright, by the server itself (it runs under
-`actors.runtime.llm.child`, which watches its parent). `chorus model serve` starts one that
-stays up between runs; `chorus model stop` stops it.
+One server per machine, shared: started by the first `chorus` process that needs the model
+when no endpoint is configured, and used by every other one. It outlives the process that
+started it and stops itself after `settings.llm_idle_s` seconds with no request
+(CHORUS_LLM_IDLE_S; the watch runs in `actors.runtime.llm.child`, its wrapper), or on
+`chorus model stop`. Two processes starting at once end with one server: the start is
+serialised by a lock file beside the note the server leaves in the data folder.
+`chorus model serve` starts one with no idle limit.
+
+CHORUS_LLM_IDLE_S=0 gives the old arrangement: each process's own server, stopped with it:
+at exit, on SIGTERM (the server is stopped, then the process dies of the signal as it would
+have), and, when the `chorus` process is killed outright, by the server itself (it watches
+its parent).
 
 A server already answering on the port is adopted knowingly: only if it serves
 `settings.llm_model` (said once on stderr), and left running. One that serves another model
@@ -17,6 +24,8 @@ is refused with a one-line error, never used silently.
 from __future__ import annotations
 
 import atexit
+import contextlib
+import fcntl
 import importlib.util
 import json
 import os
@@ -26,9 +35,10 @@ import subprocess
 import sys
 import threading
 import time
-import weakref
 import urllib.error
 import urllib.request
+import weakref
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -65,8 +75,32 @@ def answers(port: int, timeout: float = 2.0) -> bool:
 
 
 def pid_file(settings: Any) -> Path:
-    """Where `chorus model serve` notes the server it left running."""
+    """Where the server left running (shared, or by `chorus model serve`) is noted."""
     return Path(settings.data_dir) / "run" / f"llama-server-{int(settings.llm_port)}.json"
+
+
+@contextlib.contextmanager
+def start_lock(settings: Any) -> Iterator[None]:
+    """Held while a process looks for the server on the port and starts one if there is none:
+    a second process waits here, then finds the first one's server and uses it."""
+    path = pid_file(settings).with_suffix(".lock")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with open(path, "a") as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+def noted_server(settings: Any) -> dict[str, Any] | None:
+    """The note of the server left running on the port, if its process is alive."""
+    try:
+        note = json.loads(pid_file(settings).read_text())
+        pid = int(note["pid"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return note if _alive(pid) else None
 
 
 _ADOPTED: set[int] = set()  # ports whose adoption was said on stderr (once per process)
@@ -122,6 +156,7 @@ class LocalLlamaServer:
         n_threads: int | None = None,
         start_timeout_s: float = 300.0,
         detached: bool = False,
+        idle_s: float | None = None,
     ) -> None:
         self.settings = settings
         self.port = int(settings.llm_port)
@@ -130,6 +165,9 @@ class LocalLlamaServer:
         self.log_path = Path(settings.data_dir) / "logs" / "llama-server.log"
         self.reused = False
         self.detached = detached  # `chorus model serve`: stays up after this process
+        # Shared (idle_s > 0): stays up after this process until idle that long.
+        self.idle_s = float(getattr(settings, "llm_idle_s", 0.0) if idle_s is None else idle_s)
+        self.shared = False  # started here and left running for every process
         self.started_in_s: float | None = None
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: IO[bytes] | None = None
@@ -140,7 +178,12 @@ class LocalLlamaServer:
 
     @property
     def running(self) -> bool:
-        return self.reused or (self._proc is not None and self._proc.poll() is None)
+        return self.reused or self.shared or (self._proc is not None and self._proc.poll() is None)
+
+    @property
+    def outlives_us(self) -> bool:
+        """Whether a server started here stays up after this process (shared or served)."""
+        return self.detached or self.idle_s > 0
 
     def command(self, model: Path) -> list[str]:
         return [
@@ -157,7 +200,10 @@ class LocalLlamaServer:
         """The command that runs: the server under the wrapper that stops it when this process
         is gone (a detached server watches nothing)."""
         cmd = self.command(model)
-        return [cmd[0], "-m", "actors.runtime.llm.child", str(0 if self.detached else os.getpid()), *cmd[1:]]
+        watch = [str(os.getpid())] if not self.outlives_us else ["0"]
+        if self.idle_s > 0 and not self.detached:
+            watch += ["--idle-s", f"{self.idle_s:g}"]
+        return [cmd[0], "-m", "actors.runtime.llm.child", *watch, *cmd[1:]]
 
     def _adopt(self, models: list[str], started: float) -> LocalLlamaServer:
         want = self.settings.llm_model
@@ -182,11 +228,20 @@ class LocalLlamaServer:
         if self.running:
             return self
         started = time.monotonic()
+        with start_lock(self.settings):  # two processes starting at once: one server
+            return self._start(started)
+
+    def _start(self, started: float) -> LocalLlamaServer:
         models = served_models(self.port)
         if models is not None:
             return self._adopt(models, started)
         check_installed()
         if not _port_free(self.port):
+            note = noted_server(self.settings)
+            if note is not None and note.get("port") == self.port:
+                # Our own shared server, busy with a completion (llama.cpp answers nothing
+                # else meanwhile): its note says which model it serves.
+                return self._adopt([str(note.get("model"))], started)
             # Taken: perhaps by another Chorus process's server, busy with a long completion
             # (llama.cpp answers nothing while it computes). Give it time before giving up.
             deadline = time.monotonic() + BUSY_WAIT_S
@@ -205,13 +260,14 @@ class LocalLlamaServer:
         cmd = self.launch(model)
         self._log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} {' '.join(cmd)}\n".encode())
         self._log.flush()
-        print(f"chorus: starting the local LLM server on {self.base_url} (log: {self.log_path})", file=sys.stderr)
+        print(f"chorus: starting the local LLM server on {self.base_url}{self._lifetime()} (log: {self.log_path})",
+              file=sys.stderr)  # fmt: skip
         self._proc = subprocess.Popen(
             cmd, stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True
         )
-        if not self.detached:
-            _LIVE.add(self)
-            atexit.register(self.stop)
+        _LIVE.add(self)  # until it answers: a start given up on stops it
+        atexit.register(self.stop)
+        if not self.outlives_us:
             _stop_on_signals()
         deadline = started + self.start_timeout_s
         while True:
@@ -219,6 +275,10 @@ class LocalLlamaServer:
             if code is not None:
                 self._close_log()
                 self._proc = None
+                _LIVE.discard(self)
+                models = served_models(self.port)
+                if models is not None:  # another data folder's process won the port meanwhile
+                    return self._adopt(models, started)
                 raise LocalServerError(
                     f"the local LLM server exited with code {code} while starting. "
                     f"Last lines of {self.log_path}:\n{self.log_tail()}"
@@ -234,16 +294,27 @@ class LocalLlamaServer:
                 )
             time.sleep(0.25)
         self.started_in_s = time.monotonic() - started
-        if self.detached:
-            note = {"pid": self._proc.pid, "port": self.port, "model": self.settings.llm_model}
+        if self.outlives_us:
+            note = {"pid": self._proc.pid, "port": self.port, "model": self.settings.llm_model,
+                    "idle_s": 0 if self.detached else self.idle_s}  # fmt: skip
             pid_file(self.settings).parent.mkdir(parents=True, exist_ok=True)
             pid_file(self.settings).write_text(json.dumps(note))
-            self._proc = None  # ours no more: `chorus model stop` ends it
+            self._proc = None  # ours no more: idleness or `chorus model stop` ends it
+            self.shared = not self.detached
+            _LIVE.discard(self)
+            atexit.unregister(self.stop)
             self._close_log()
         return self
 
+    def _lifetime(self) -> str:
+        if self.detached:
+            return ""
+        if self.idle_s > 0:
+            return f", shared: it stops after {self.idle_s:g}s with no request, or on `chorus model stop`"
+        return ", stopped with this process"
+
     def stop(self) -> None:
-        """Stop the server if we started it; a reused one is left running."""
+        """Stop the server if it is this process's own; a reused or shared one is left running."""
         proc, self._proc = self._proc, None
         if proc is not None and proc.poll() is None:
             _end_group(proc.pid)
@@ -255,6 +326,7 @@ class LocalLlamaServer:
         _LIVE.discard(self)
         self._close_log()
         self.reused = False
+        self.shared = False
         atexit.unregister(self.stop)
 
     def log_tail(self, lines: int = 20) -> str:
@@ -284,34 +356,41 @@ def _end_group(pid: int, sig: int = signal.SIGTERM) -> None:
 
 
 def _alive(pid: int) -> bool:
+    """Whether `pid` runs (a zombie does not: its parent has not reaped it yet)."""
+    with contextlib.suppress(ChildProcessError, OSError):
+        os.waitpid(pid, os.WNOHANG)  # reap it if it is our own child and has ended
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
     except PermissionError:
         return True
-    return True
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][:1] != "Z"
+    except (OSError, IndexError):
+        return True  # no /proc: the signal said it exists
 
 
 def stop_detached(settings: Any, timeout_s: float = 20.0) -> str:
-    """Stop the server `chorus model serve` left on `settings.llm_port`; what happened, in a line.
-    Raises LocalServerError when there is none to stop."""
+    """Stop the server left running on `settings.llm_port` (the shared one, or `chorus model
+    serve`'s); what happened, in a line. Raises LocalServerError when there is none to stop."""
     path = pid_file(settings)
-    try:
-        note = json.loads(path.read_text())
+    with start_lock(settings):  # not while another process is starting it
+        note = noted_server(settings)
+        if note is None:
+            path.unlink(missing_ok=True)  # a note whose server is gone (it went idle)
+            if answers(int(settings.llm_port)):
+                raise LocalServerError(
+                    f"the server on port {settings.llm_port} was not started by Chorus "
+                    f"(`chorus model serve` or a shared start) from {settings.data_dir}; not stopping it"
+                )
+            raise LocalServerError(f"no local LLM server is running on port {settings.llm_port}")
         pid = int(note["pid"])
-    except (OSError, ValueError, KeyError, TypeError):
-        if answers(int(settings.llm_port)):
-            raise LocalServerError(
-                f"the server on port {settings.llm_port} was not started by `chorus model serve`; not stopping it"
-            ) from None
-        raise LocalServerError(f"no local LLM server is running on port {settings.llm_port}") from None
-    if _alive(pid):
         _end_group(pid)
         deadline = time.monotonic() + timeout_s
         while _alive(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
         if _alive(pid):
             _end_group(pid, signal.SIGKILL)
-    path.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
     return f"stopped the local LLM server on port {settings.llm_port} (pid {pid})"

@@ -1,0 +1,86 @@
+"""The shared LLM server's idle decision and the wrapper's arguments: pure logic, no waiting."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Any
+
+import pytest
+
+from actors.runtime.llm import child
+from actors.runtime.llm.idle import CountRequests, IdleClock
+
+
+def test_idle_only_after_the_period_with_nothing_in_flight() -> None:
+    clock = IdleClock(600, now=0.0)
+    clock.begin(0.0)
+    clock.end(0.0)
+    assert not clock.expired(599.0)
+    assert clock.expired(600.0)
+    assert clock.left(100.0) == 500.0
+
+
+def test_loading_the_model_before_the_first_request_is_not_idleness() -> None:
+    clock = IdleClock(1, now=0.0, startup_s=300)
+    assert not clock.expired(200.0)  # still loading, nobody has asked yet
+    assert clock.expired(301.0)  # its starter never came: it goes anyway
+
+
+def test_a_request_in_flight_is_never_idle_and_the_period_restarts_when_it_ends() -> None:
+    clock = IdleClock(10, now=0.0, startup_s=0)
+    clock.begin(5.0)
+    assert not clock.expired(1_000.0)  # a ten-minute stream is not idleness
+    clock.end(1_000.0)
+    assert not clock.expired(1_009.0)
+    assert clock.expired(1_010.0)
+
+
+def test_overlapping_requests_count_until_the_last_ends() -> None:
+    clock = IdleClock(10, now=0.0)
+    clock.begin(1.0)
+    clock.begin(2.0)
+    clock.end(3.0)
+    assert not clock.expired(100.0)
+    clock.end(100.0)
+    assert clock.expired(110.0)
+
+
+def test_idle_zero_never_expires() -> None:
+    assert not IdleClock(0, now=0.0, startup_s=0).expired(1e9)
+
+
+def test_the_middleware_counts_a_request_while_it_is_served() -> None:
+    clock = IdleClock(10, now=0.0)
+    seen: list[int] = []
+
+    async def app(scope: Any, receive: Any, send: Any) -> None:
+        seen.append(clock.in_flight)
+        if scope.get("path") == "/boom":
+            raise RuntimeError("boom")
+
+    wrapped = CountRequests(app, clock)
+    asyncio.run(wrapped({"type": "http", "path": "/v1/models"}, None, None))
+    with pytest.raises(RuntimeError):
+        asyncio.run(wrapped({"type": "http", "path": "/boom"}, None, None))
+    asyncio.run(wrapped({"type": "lifespan"}, None, None))
+    assert seen == [1, 1, 0] and clock.in_flight == 0
+
+
+def test_the_wrapper_reads_its_idle_period() -> None:
+    assert child.parse(["0", "--idle-s", "600", "-m", "llama_cpp.server", "--port", "1"]) == (
+        0, 600.0, ["-m", "llama_cpp.server", "--port", "1"],
+    )  # fmt: skip
+    assert child.parse(["42", "-c", "pass"]) == (42, 0.0, ["-c", "pass"])
+    with pytest.raises(SystemExit):
+        child.parse(["42", "--idle-s", "5"])
+
+
+def test_llama_cpp_app_is_wrapped_to_count_requests(monkeypatch: pytest.MonkeyPatch) -> None:
+    import llama_cpp.server.app as app_module
+
+    made = object()
+    monkeypatch.setattr(app_module, "create_app", lambda **kwargs: made)
+    clock = IdleClock(10, now=0.0)
+    child.instrument_llama_server(clock)
+    app = app_module.create_app(server_settings=None)
+    assert isinstance(app, CountRequests) and app.app is made and app.clock is clock

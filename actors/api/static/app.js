@@ -20,6 +20,8 @@
   const PAGE = 50;
   const EVENTS_PAGE = 500;
   const TERMINAL = new Set(["completed", "failed", "cancelled"]);
+  // what the runtime writes at the head of a fork's stream (side by side gives each a row of its own)
+  const FORK_MARKS = new Set(["AgentForked", "FunctionForked", "PromptEdited"]);
 
   let token = "";
   try { token = localStorage.getItem(TOKEN_KEY) || ""; } catch (e) { token = ""; }
@@ -399,6 +401,7 @@
       case "AgentStarted": return ["goal: " + short(d.goal, 80), "step"];
       case "AgentForked": return [`forked from ${d.origin_run}@${d.origin_position}` + (d.model ? ", model " + d.model : "") + (d.params && d.params.temperature !== undefined ? ", temperature " + d.params.temperature : ""), "run"];
       case "CompletionEdited": return [`LLM call #${d.call_index}'s completion edited by ${d.edited_by}`, "edited"];
+      case "PromptEdited": return [`LLM call #${d.call_index}'s prompt edited by ${d.edited_by}`, "edited"];
       case "StepDecided": return [`step ${d.iteration}: ${d.action}(${short(JSON.stringify(d.args || {}), 60)})`, "step"];
       case "StepRejected": return [`step ${d.iteration} rejected: ${short(d.reason, 80)}`, "error"];
       case "AnswerGiven": return ["answer: " + short(d.answer, 80), "step done"];
@@ -655,22 +658,24 @@
       }).catch((err) => { usage.textContent = "? (" + err.message + ")"; });
     }
 
-    let edit = null; // a fork with an edit: its CompletionEdited
+    let edit = null; // a fork with an edit: its CompletionEdited or PromptEdited event
     function showFacts() {
       clear(facts);
       if (!run) return;
       const row = (k, v) => [h("dt", { text: k }), h("dd", {}, v)];
-      const fork = run.forked_from ? h("a", { href: "#/run/" + encodeURIComponent(run.forked_from), text: run.forked_from }) : null;
+      const at = run.forked_from ? String(run.forked_from).slice(originOf(run.forked_from).length + 1) : "";
+      const fork = run.forked_from ? h("a", { id: "forked-from", href: "#/run/" + encodeURIComponent(originOf(run.forked_from)) + (at ? "?at=" + encodeURIComponent(at) : ""), text: run.forked_from }) : null;
       append(facts, [
         row("Kind", kindOf(run)),
-        row("Status", h("span", { id: "run-status", class: "status " + String(run.status || ""), text: run.status || "—" })),
+        row("Status", [h("span", { id: "run-status", class: "status " + String(run.status || ""), text: run.status || "—" }),
+          run.status === "waiting" && run.waiting_for ? h("span", { id: "run-waiting", class: "muted", text: run.waiting_for === "sleep"
+            ? " on a timer" + (run.wake_at ? ", until " + when(run.wake_at) : "") : ` for the signal “${run.waiting_for}”` }) : null]),
         row("Goal", h("span", { class: "goal", text: run.goal || "" })),
         row("Started", when(run.submitted_at || run.started_at)),
         run.ended_at ? row("Ended", when(run.ended_at)) : null,
         row("LLM calls", usage),
         fork ? row("Forked from", fork) : null,
-        edit ? row("Edited", h("span", { id: "run-edited", class: "edited" },
-          `LLM call #${edit.call_index} of ${edit.actor}: completion replaced by ${edit.edited_by} (the model had said “${short(edit.original, 80)}”)`)) : null,
+        edit ? row("Edited", h("span", { id: "run-edited", class: "edited" }, editLine(edit))) : null,
       ]);
       showActions();
     }
@@ -701,14 +706,17 @@
       byPos.set(e.position, e);
       last = Math.max(last, e.position);
       place(e, events.length + 1);
-      if (e.type === "CompletionEdited" && !edit) { edit = dataOf(e); showFacts(); }
+      if ((e.type === "CompletionEdited" || e.type === "PromptEdited") && !edit) { edit = Object.assign({ type: e.type }, dataOf(e)); showFacts(); }
       if (run && e.stream_id === "run:" + runId) {
-        const s = { RunCompleted: "completed", RunFailed: "failed", RunStarted: "running" }[e.type];
-        // the run as the API reported it stands while its history loads: no flash of "running"
-        if (s && s !== run.status && !(s === "running" && TERMINAL.has(String(run.status)))) {
+        const s = { RunCompleted: "completed", RunFailed: "failed", RunStarted: "running", RunWaiting: "waiting" }[e.type];
+        // the run as the API reported it stands while its history loads: an ended run does
+        // not flash "running", and a waiting run's history ends with its RunWaiting
+        if (s && !TERMINAL.has(String(run.status)) && (s !== run.status || s === "waiting")) {
           run.status = s;
+          if (s === "waiting") { run.waiting_for = dataOf(e).waiting_for || null; run.wake_at = dataOf(e).until || null; }
+          else { run.waiting_for = null; run.wake_at = null; }
           showFacts();
-          if (s !== "running") {
+          if (TERMINAL.has(s)) {
             loadUsage();
             loadLabels();
             // the run has ended: take what is still in flight, then stop following
@@ -808,7 +816,7 @@
       const section = h("section", { class: "fork-form" }, h("h4", { text: "Fork here" }),
         h("p", { class: "muted", text: `a new run from this run as it was at position ${e.position}, continued live` }),
         h("div", { class: "filters" }, h("label", {}, "Model ", model), h("label", {}, "Temperature ", temp), button), out);
-      if (e.type === "LlmRequested" || e.type === "LlmCompleted") section.appendChild(editForm(e, out));
+      if (e.type === "LlmRequested" || e.type === "LlmCompleted") append(section, [editForm(e, out)]);
       return section;
     }
 
@@ -833,7 +841,46 @@
           button.disabled = false;
         }
       });
-      return h("div", { class: "edit-form" }, h("label", { for: "edit-completion", text: `Edit LLM call #${d.call_index}'s completion, then fork from it` }), text, h("div", {}, button));
+      return [h("div", { class: "edit-form" }, h("label", { for: "edit-completion", text: `Edit LLM call #${d.call_index}'s completion, then fork from it` }), text, h("div", {}, button)),
+        promptForm(e, out)];
+    }
+
+    // Fork with the prompt edited: "what if the model had been asked this instead?" The
+    // edited call goes to the model live; the rest of the prompt is the agent's own.
+    function promptForm(e, out) {
+      const d = dataOf(e);
+      const req = e.type === "LlmRequested" ? e : partner(e);
+      const messages = req ? dataOf(req).messages || [] : [];
+      const lastUser = [...messages].reverse().find((m) => m.role === "user");
+      const text = h("textarea", { id: "edit-prompt", rows: 5, spellcheck: "false" });
+      text.value = lastUser && typeof lastUser.content === "string" ? lastUser.content : "";
+      const whole = h("textarea", { id: "edit-prompt-json", rows: 10, spellcheck: "false" });
+      const original = JSON.stringify(messages, null, 2);
+      whole.value = original;
+      const button = h("button", { type: "button", id: "fork-edited-prompt", title: "needs the operate scope", text: "Fork with this prompt" });
+      button.addEventListener("click", async () => {
+        let prompt = text.value;
+        if (whole.value !== original) {
+          try { prompt = JSON.parse(whole.value); } catch (err) { clear(out); out.appendChild(problem(new Error("the prompt's messages are not JSON: " + err.message))); return; }
+        }
+        if (typeof prompt === "string" && !prompt.trim()) { clear(out); out.appendChild(problem(new Error("the edited prompt is empty"))); return; }
+        if (!window.confirm(`Fork run ${runId} at LLM call #${d.call_index} with the prompt replaced by yours? The fork records the edit (who, where, what) and sends your prompt to the model live, then continues.`)) return;
+        button.disabled = true;
+        clear(out);
+        try {
+          const r = await send(`runs/${encodeURIComponent(runId)}/fork-edit`, { at: e.position, prompt });
+          append(out, [h("p", { class: "ok" }, "forked with your prompt: ", h("a", { id: "fork-link", href: "#/run/" + encodeURIComponent(r.run_id), text: r.run_id }), ` (${r.status})`)]);
+        } catch (err) {
+          out.appendChild(problem(err));
+        } finally {
+          button.disabled = false;
+        }
+      });
+      if (!req) return null;
+      return h("div", { class: "edit-form" },
+        h("label", { for: "edit-prompt", text: `Edit LLM call #${d.call_index}'s prompt (its last user message), then fork: the model is asked it live` }), text,
+        h("details", {}, h("summary", { text: "or edit every message (JSON)" }), whole),
+        h("div", {}, button));
     }
 
     function messageBlock(messages) {
@@ -992,6 +1039,18 @@
     })();
 
     return { stop() { stopped = true; abort.abort(); } };
+  }
+
+  // What a person changed in a fork with an edit (its CompletionEdited or PromptEdited).
+  function editLine(edit) {
+    const d = edit;
+    if (edit.type === "PromptEdited") {
+      const changed = messageDiff(d.original, d.edited).filter((m) => m.status !== "same");
+      const first = changed[0];
+      return `LLM call #${d.call_index} of ${d.actor}: prompt replaced by ${d.edited_by}, sent to the model live (${changed.length} message${changed.length === 1 ? "" : "s"} changed` +
+        (first ? `; ${first.role}: “${short(first.b === null ? "(removed)" : first.b, 80)}”` : "") + ")";
+    }
+    return `LLM call #${d.call_index} of ${d.actor}: completion replaced by ${d.edited_by} (the model had said “${short(d.original, 80)}”)`;
   }
 
   // A lane's name over its stream id: a synth's, when its first event gives it.
@@ -1186,8 +1245,8 @@
       if (stopped) return;
       clear(out);
       const link = (id) => h("a", { href: "#/run/" + encodeURIComponent(id), text: id });
-      const cell = (e, side) => {
-        if (!e) return h("td", { class: "none muted", text: "(no more events)" });
+      const cell = (e, side, other) => {
+        if (!e) return h("td", { class: "none muted", text: other && FORK_MARKS.has(other.type) ? "(the other run's fork mark: nothing here)" : "(no more events)" });
         const [label, cls] = describe(e, {});
         const d = e.data || {};
         const extra = e.type === "LlmCompleted" ? short(d.content, 160) : e.type === "LlmRequested" ? (d.model || "") : "";
@@ -1208,7 +1267,7 @@
         h("table", { class: "aligned", id: "aligned" },
           h("thead", {}, h("tr", {}, h("th", { text: "#" }), h("th", { text: "A: " + c.a }), h("th", { text: "B: " + c.b }))),
           h("tbody", {}, c.rows.map((r) => h("tr", { class: r.same ? "same" : r.index === c.shared ? "parting" : "after", dataset: { index: String(r.index) } },
-            h("td", { class: "num", text: r.index + 1 }), cell(r.a, "a"), cell(r.b, "b"))))),
+            h("td", { class: "num", text: r.index + 1 }), cell(r.a, "a", r.b), cell(r.b, "b", r.a))))),
       ]);
       if (!c.identical) {
         const changes = c.state_diff || [];

@@ -1,6 +1,7 @@
 """The debugging page in headless Chromium: its actions end to end (replay, export, fork
-here, cancel, resume, signal; each confirmed, each refused to a read token), the time axis,
-two runs side by side, the context diff, the runs list as a fork tree with search.
+here, fork with an edited completion or prompt, cancel, resume, signal; each confirmed, each
+refused to a read token), a waiting run's status, the time axis, two runs side by side, the
+context diff, the runs list as a fork tree with search.
 
 One local Ray (forks and signals continue live, with a scripted model: tests/support/
 fake_llm.py, no LLM server), one SQLite store, the real app with auth on, one browser for the
@@ -195,6 +196,11 @@ def test_fork_here_with_another_model_then_compare_with_origin(debugged, page):
     expected = diff_runs(d.store, RUN_A, fork)
     assert int(parting.get_attribute("data-index")) == expected.shared
     assert expected.first_b.type_name in parting.inner_text()
+    # the fork's mark has a row of its own: what each run did next lines up (it was one row off)
+    assert "fork mark" in parting.locator("td.side.a, td.none").first.inner_text()
+    following = page.locator(f"#aligned tr[data-index='{expected.shared + 1}']")
+    kinds = [following.locator(f"td.side.{side} .type").inner_text().split()[-1] for side in ("a", "b")]
+    assert kinds[0] == kinds[1], kinds
     assert f"share their first {expected.shared} events" in page.locator("#compare-summary").inner_text()
     prompt = page.locator("#prompt-diff").inner_text()
     assert "model-c" in page.locator("#compare").inner_text()
@@ -234,17 +240,64 @@ def test_fork_with_an_edited_completion_says_so_and_replays_identical(debugged, 
     assert _ended(d.env, fork) == "completed"
     steps = [r.event for r in d.store.read_all(run_id=fork) if r.event.type_name == "StepDecided"]
     assert (steps[0].action, steps[0].thought) == ("read_file", "Straight to the file.")  # the edit led
+    note, verdict = _edited_fork_page_replayed(page, link)
+    assert "LLM call #1" in note and "token:o-to" in note and "Find the marker." in note
+    assert "Replay identical" in verdict, verdict
+    assert replay_run(d.store, fork).ok
+    shot(page, "06-edited-fork")
+
+
+def _edited_fork_page_replayed(page, link) -> tuple[str, str]:
+    """Open the fork from its link, wait for it to end, replay it: (its "Edited" line, the verdict)."""
     link.click()
     note = page.locator("#run-edited")
     note.wait_for()
-    assert "LLM call #1" in note.inner_text() and "token:o-to" in note.inner_text() and "Find the marker." in note.inner_text()
     page.locator("#run-status.completed").wait_for()
     page.locator("#act-replay").click()
     verdict = page.locator("#replay-verdict")
     verdict.wait_for()
-    assert "Replay identical" in verdict.inner_text(), verdict.inner_text()
-    assert replay_run(d.store, fork).ok
-    shot(page, "06-edited-fork")
+    return note.inner_text(), verdict.inner_text()
+
+
+def test_fork_with_an_edited_prompt_asks_the_model_live_says_so_and_replays_identical(debugged, page):
+    d = debugged
+    open_run(page, d, RUN_A, OPERATE)
+    page.locator("#timeline .ev[data-type='LlmRequested']").first.click()
+    box = page.locator("#edit-prompt")
+    assert box.input_value().startswith("Goal: What is the marker?") and "Step 1 of" in box.input_value()
+    # the scripted model answers by the "Step N of M" line: told it is step 2, it reads the file
+    box.fill("Goal: What is the marker? It is in notes.txt.\n\nStep 2 of 10. Reply with the next step as one JSON object.")
+    page.click("#fork-edited-prompt")
+    link = page.locator("#fork-link")
+    link.wait_for()
+    assert "prompt replaced by yours" in page.dialogs[-1] and "live" in page.dialogs[-1]
+    fork = link.inner_text()
+    assert _ended(d.env, fork) == "completed"
+    events = [r.event for r in d.store.read_all(run_id=fork)]
+    [edit] = [e for e in events if e.type_name == "PromptEdited"]
+    assert edit.edited_by.startswith("token:o-to") and edit.call_index == 1 and edit.origin_run == RUN_A
+    asked = next(e for e in events if e.type_name == "LlmRequested")
+    assert asked.messages == edit.edited and "It is in notes.txt" in asked.messages[-1]["content"]
+    assert next(e for e in events if e.type_name == "StepDecided").action == "read_file"  # the origin searched
+    note, text = _edited_fork_page_replayed(page, link)
+    assert "LLM call #1" in note and "prompt replaced by token:o-to" in note and "live" in note
+    assert "Replay identical" in text and "0 live calls" in text, text
+    own = sum(1 for e in events if e.type_name == "LlmCompleted")
+    assert f"{own} LLM calls" in text  # the fork's own calls, all served from the log
+    shot(page, "10-edited-prompt-fork")
+
+    page.locator("#compare-origin").click()
+    page.locator("#aligned tr.parting").wait_for()
+    assert page.locator("#aligned td.side.b .type").filter(has_text="PromptEdited").count() == 1
+    diff = page.locator("#prompt-diff")
+    assert diff.locator("li.msg.changed").count() == 1 and "It is in notes.txt" in diff.locator("li.msg.changed").inner_text()
+    shot(page, "11-edited-prompt-side-by-side")
+    # "Forked from" opens the origin at the event the fork was made at
+    page.goto(d.url + f"#/run/{fork}")
+    page.locator("#forked-from").click()
+    page.locator("#detail h3").filter(has_text="LlmRequested").wait_for()
+    assert page.url.endswith(f"#/run/{RUN_A}?at={edit.origin_position}")
+    assert int(page.locator("#timeline .ev.selected").get_attribute("data-pos")) == edit.origin_position
 
 
 def test_signal_a_waiting_run_then_resume_and_cancel_another(debugged, page):
@@ -254,6 +307,12 @@ def test_signal_a_waiting_run_then_resume_and_cancel_another(debugged, page):
     for run_id in (signalled, cancelled):
         _wait_until_waiting(d, run_id)
     open_run(page, d, signalled, OPERATE)
+    # its own page says it waits, and for what, once its history has loaded (it said "running")
+    page.wait_for_function("document.querySelector('#run-status').textContent === 'waiting'")
+    page.locator("#timeline .ev[data-type='RunWaiting']").wait_for()
+    assert page.locator("#run-status").inner_text() == "waiting"
+    assert "approval" in page.locator("#run-waiting").inner_text()
+    assert page.locator("#signal-name").input_value() == "approval"
     page.fill("#signal-name", "approval")
     page.fill("#signal-payload", '{"by": "the night shift"}')
     page.click("#act-signal")

@@ -10,7 +10,7 @@ from typing import Any
 
 from events.base import Event
 from events.errors import ErrorInfo
-from events.registry import event_type
+from events.registry import event_type, upcaster
 
 
 @event_type("LlmRequested")
@@ -23,7 +23,7 @@ class LlmRequested(Event):
     call_index: int  # 1-based count of LLM calls in this stream
 
 
-@event_type("LlmCompleted")
+@event_type("LlmCompleted", version=2)  # v2: the retries before the answer are recorded
 class LlmCompleted(Event):
     request_hash: str
     call_index: int
@@ -34,6 +34,14 @@ class LlmCompleted(Event):
     latency_s: float = 0.0
     model: str = ""
     cost_usd: float | None = None
+    # The real failures (refused connection, 5xx, 429, a stream broken off) retried before
+    # this answer, in order: the call took len(retries) + 1 attempts.
+    retries: list[ErrorInfo] = []
+
+
+@upcaster("LlmCompleted", from_version=1)
+def _llmcompleted_v1(payload: dict[str, Any]) -> dict[str, Any]:
+    return {**payload, "retries": []}  # v1 did not record its retries
 
 
 @event_type("LlmFailed")

@@ -28,12 +28,13 @@ SCHEMA = {
 
 @pytest.fixture(scope="module")
 def local() -> Iterator[tuple[Settings, LocalLlamaServer]]:
-    """A server of its own, on a free port: never one left running by something else."""
+    """A server of its own, on a free port, stopped with it (idle_s=0, not the shared one):
+    never one left running by something else."""
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
     settings = Settings.from_env().model_copy(update={"llm_port": port})
-    with LocalLlamaServer(settings) as server:
+    with LocalLlamaServer(settings, idle_s=0) as server:
         assert answers(server.port) and not server.reused
         yield settings, server
     assert not answers(port), "stop() left the server running"

@@ -79,8 +79,30 @@ def test_llama_cpp_app_is_wrapped_to_count_requests(monkeypatch: pytest.MonkeyPa
     import llama_cpp.server.app as app_module
 
     made = object()
+    import llama_cpp
+
     monkeypatch.setattr(app_module, "create_app", lambda **kwargs: made)
+    monkeypatch.setattr(llama_cpp.Llama, "create_chat_completion", llama_cpp.Llama.create_chat_completion)
     clock = IdleClock(10, now=0.0)
     child.instrument_llama_server(clock)
     app = app_module.create_app(server_settings=None)
     assert isinstance(app, CountRequests) and app.app is made and app.clock is clock
+
+
+def test_a_llama_stream_ends_with_its_usage() -> None:
+    class Llama:  # what create_chat_completion does with it: tokenise the prompt, stream
+        def tokenize(self, text: bytes, **kwargs: Any) -> list[int]:
+            return list(range(len(text.split())))
+
+    def stream(llama: Any) -> Any:
+        llama.tokenize(b"a b c d e f g")  # the prompt: 7 tokens
+        llama.tokenize(b"stop")
+        for delta in ({"role": "assistant"}, {"content": "x"}, {"content": "y"}, {}):
+            yield {"id": "c1", "created": 1, "model": "q", "choices": [{"delta": delta}]}
+
+    llama, sizes = Llama(), []
+    llama.tokenize = lambda text, **k: sizes.append(len(text.split())) or list(range(len(text.split())))
+    restored = []
+    chunks = list(child.with_usage(stream(llama), sizes, lambda: restored.append(True)))
+    assert len(chunks) == 5 and restored == [True]
+    assert chunks[-1]["choices"] == [] and chunks[-1]["usage"] == {"prompt_tokens": 7, "completion_tokens": 2, "total_tokens": 9}

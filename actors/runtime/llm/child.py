@@ -24,6 +24,8 @@ import signal
 import sys
 import threading
 import time
+from collections.abc import Callable, Iterable, Iterator
+from typing import Any
 
 from actors.runtime.llm import idle
 
@@ -55,10 +57,64 @@ def watch_idle(clock: idle.IdleClock) -> None:
     _end_self()
 
 
-def instrument_llama_server(clock: idle.IdleClock) -> None:
-    """Count llama_cpp.server's requests on `clock` (its __main__ builds the app with
-    `create_app`, looked up when runpy runs it)."""
+def streams_with_usage() -> None:
+    """llama-cpp-python sends no usage in a streamed chat completion: end each stream with
+    the usage chunk OpenAI sends for `stream_options.include_usage` (prompt tokens as the
+    prompt was tokenised, completion tokens as the chunks of text sent)."""
+    import llama_cpp
+
+    create = llama_cpp.Llama.create_chat_completion
+
+    def create_with_usage(self: Any, *args: Any, **kwargs: Any) -> Any:
+        if not kwargs.get("stream"):
+            return create(self, *args, **kwargs)
+        sizes: list[int] = []
+        tokenize = self.tokenize
+
+        def counted(*a: Any, **k: Any) -> Any:
+            tokens = tokenize(*a, **k)
+            sizes.append(len(tokens))
+            return tokens
+
+        self.tokenize = counted  # the server serves one request at a time
+        try:
+            chunks = create(self, *args, **kwargs)
+        except BaseException:
+            del self.tokenize
+            raise
+        return with_usage(chunks, sizes, lambda: self.__dict__.pop("tokenize", None))
+
+    llama_cpp.Llama.create_chat_completion = create_with_usage  # type: ignore[method-assign]
+
+
+def with_usage(chunks: Iterable[dict[str, Any]], sizes: list[int], done: Callable[[], object]) -> Iterator[dict[str, Any]]:
+    """`chunks`, then a usage chunk: the prompt is the largest text tokenised for the call."""
+    last: dict[str, Any] | None = None
+    text = 0
+    try:
+        for chunk in chunks:
+            choices = chunk.get("choices") or [{}]
+            if (choices[0].get("delta") or {}).get("content"):
+                text += 1
+            last = chunk
+            yield chunk
+    finally:
+        done()
+    if last is not None:
+        prompt = max(sizes, default=0)
+        yield {"id": last.get("id"), "object": "chat.completion.chunk", "created": last.get("created"),
+               "model": last.get("model"), "choices": [],
+               "usage": {"prompt_tokens": prompt, "completion_tokens": text, "total_tokens": prompt + text}}  # fmt: skip
+
+
+def instrument_llama_server(clock: idle.IdleClock | None) -> None:
+    """Streams end with their usage; with a clock, llama_cpp.server's requests are counted on
+    it (its __main__ builds the app with `create_app`, looked up when runpy runs it)."""
     import llama_cpp.server.app as app_module
+
+    streams_with_usage()
+    if clock is None:
+        return
 
     create_app = app_module.create_app
 
@@ -86,9 +142,9 @@ def main(argv: list[str]) -> None:
         threading.Thread(target=watch, args=(parent,), name="chorus-parent-watch", daemon=True).start()
     if idle_s > 0:
         idle.CLOCK = idle.IdleClock(idle_s, time.monotonic())
-        if rest[:2] == ["-m", "llama_cpp.server"]:
-            instrument_llama_server(idle.CLOCK)
         threading.Thread(target=watch_idle, args=(idle.CLOCK,), name="chorus-idle-watch", daemon=True).start()
+    if rest[:2] == ["-m", "llama_cpp.server"]:
+        instrument_llama_server(idle.CLOCK)
     if rest[0] == "-m":
         sys.argv = [rest[1], *rest[2:]]
         runpy.run_module(rest[1], run_name="__main__", alter_sys=True)

@@ -9,12 +9,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from actors.runtime.llm.providers import LlmProvider
+from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult
 from events.base import Event
 from events.effects import LlmCompleted, LlmFailed, LlmRequested
 from events.errors import ErrorInfo
-
-from actors.runtime.llm.providers import LlmProvider
-from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult
 
 
 @dataclass(frozen=True)
@@ -61,5 +60,6 @@ class LlmGateway:
             latency_s=result.latency_s,
             model=result.model,
             cost_usd=result.cost_usd,
+            retries=list(result.retries),
         )
         return LlmOutcome(events=[requested, completed], result=result)

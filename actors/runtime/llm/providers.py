@@ -1,7 +1,7 @@
 """LLM providers: one interface, several adapters chosen by configuration.
 
 - `OpenAIProvider`: any OpenAI-compatible endpoint (OpenAI, Azure, vLLM, LM Studio, Ollama,
-  llama.cpp), with our own retries so every attempt is ours to count and bound.
+  llama.cpp), streamed, with our own retries so every attempt is ours to count and bound.
 
 The test double (`ScriptedProvider`, canned replies) is in `actors.testing` (`actors.testing.model`); replay
 serves recorded completions through `actors.runtime.perform.ReplayEffects`, not a provider.
@@ -13,16 +13,27 @@ from __future__ import annotations
 
 import functools
 import inspect
-import json
 import logging
 import random
+import socket
+import threading
 import time
+from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
 from actors.runtime.lazy_client import LazyClient
 from actors.runtime.llm.json_text import parse_json_object  # noqa: F401  (also re-exported)
+from actors.runtime.llm.streaming import (
+    Assembly,
+    EventStream,
+    Inactivity,
+    StreamError,
+    Unusable,
+    from_body,
+)
 from actors.runtime.llm.types import LlmError, LlmRequest, LlmResult
 from actors.runtime.registry import Registry
+from events.errors import ErrorInfo
 
 STRUCTURED_MODES = ("auto", "json_schema", "json_object")
 log = logging.getLogger("chorus.llm")
@@ -40,8 +51,16 @@ class LlmProvider(Protocol):
 class OpenAIProvider(LazyClient):
     """An OpenAI-compatible chat endpoint through the `openai` client.
 
-    The client's own retries are off (max_retries=0): this class retries 429, 5xx, connection
-    errors and timeouts with exponential backoff, and maps what is left to `LlmError`.
+    Completions are streamed (`stream=True`): `timeout_s` is the longest wait for the next
+    token (before the first: from the request), not a limit on the whole answer, so a long
+    answer that keeps coming is never cut off. An endpoint that answers with one JSON body
+    instead is read as before.
+
+    The client's own retries are off (max_retries=0): this class retries real failures (429,
+    5xx, a refused connection, a connect timeout, a stream broken off) with exponential
+    backoff, and maps what is left to `LlmError`. A call that timed out waiting for a token
+    is not resent: the server may still be working on it, and a resend would queue behind
+    it. Each retry is recorded with the answer (`LlmResult.retries`, then `LlmCompleted`).
 
     Structured output (when a request carries `response_schema`):
     - "json_schema": `{"type": "json_schema", "json_schema": {"name": "step", "schema": ...}}`
@@ -61,6 +80,7 @@ class OpenAIProvider(LazyClient):
         structured: str = "auto",
         backoff_s: float = 0.5,
         backoff_max_s: float = 20.0,
+        progress: Callable[..., None] | None = None,
     ) -> None:
         if structured not in STRUCTURED_MODES:
             raise ValueError(f"structured={structured!r}: use one of {STRUCTURED_MODES}")
@@ -72,6 +92,9 @@ class OpenAIProvider(LazyClient):
         self.structured = structured
         self.backoff_s = backoff_s
         self.backoff_max_s = backoff_max_s
+        # (request, tokens so far, seconds, done) about once a second while a call streams,
+        # and once with done=True when it ends (`call_progress.ProgressNotes`)
+        self.progress = progress
         self._mode = "json_schema" if structured == "auto" else structured
         self._schema_worked = False
         self._client: Any = None  # holds sockets and locks: rebuilt after pickling (Ray)
@@ -92,15 +115,15 @@ class OpenAIProvider(LazyClient):
         import openai  # lazily: scripted and replayed runs never load the client
 
         started = time.monotonic()
-        attempt = 0
+        retries: list[ErrorInfo] = []
         while True:
             kwargs = self._kwargs(request)
             try:
-                response = self.client.chat.completions.create(**kwargs)
-            except json.JSONDecodeError as e:  # the endpoint's HTTP body is not JSON at all
-                raise unusable_answer(self.base_url, f"its reply is not JSON ({e.msg})") from e
-            except openai.APIError as e:
-                if self._should_fall_back(request, e):
+                answer = self._streamed(kwargs, request)
+            except Unusable as e:
+                raise unusable_answer(self.base_url, str(e)) from e
+            except (openai.APIError, _Broken) as e:
+                if isinstance(e, openai.APIError) and self._should_fall_back(request, e):
                     log.warning(
                         "%s refused response_format json_schema (%s); using json_object from now on",
                         self.base_url,
@@ -108,19 +131,93 @@ class OpenAIProvider(LazyClient):
                     )
                     self._mode = "json_object"
                     continue  # not a retry: a different request shape
-                retryable, error = classify_openai_error(e, self.base_url)
-                if not retryable or attempt >= self.max_retries:
-                    if attempt:
+                retryable, error = e.verdict if isinstance(e, _Broken) else classify_openai_error(e, self.base_url)
+                if error.reason == "timeout" and not _never_sent(e):
+                    retryable = False  # the server may still be computing it: never resend
+                if not retryable or len(retries) >= self.max_retries:
+                    if retries:
                         details = dict(error.error.details or {})
-                        details["attempts"] = attempt + 1
+                        details["attempts"] = len(retries) + 1
                         error = LlmError(error.reason, error.error.message, details)
                     raise error from e
-                time.sleep(self._backoff(attempt, e))
-                attempt += 1
+                log.warning("%s: %s; retrying", self.base_url, error.error.line())
+                time.sleep(self._backoff(len(retries), e))
+                retries.append(error.error)
                 continue
             if request.response_schema is not None and self._mode == "json_schema":
                 self._schema_worked = True
-            return self._result(response, request, time.monotonic() - started)
+            content, model, prompt_tokens, completion_tokens = answer
+            return LlmResult(
+                content=content,
+                parsed=parse_json_object(content),
+                prompt_tokens=prompt_tokens,
+                completion_tokens=completion_tokens,
+                latency_s=round(time.monotonic() - started, 6),
+                model=model or request.model or self.model,
+                retries=retries,
+            )
+
+    def _streamed(self, kwargs: dict[str, Any], request: LlmRequest) -> tuple[str, str, int, int]:
+        """(content, model, prompt tokens, completion tokens) of one attempt."""
+        import httpx  # lazily, as openai
+
+        create = self.client.chat.completions.with_streaming_response.create
+        with create(**kwargs, stream=True, stream_options={"include_usage": True}) as raw:
+            http = raw.http_response
+            try:
+                if "text/event-stream" not in http.headers.get("content-type", ""):
+                    return from_body(http.read())  # an endpoint that does not stream
+                return self._read_stream(http, request)
+            except httpx.TimeoutException as e:
+                raise _Broken(False, _timeout(self.base_url, f"no token for {self.timeout_s:g}s")) from e
+            except (httpx.TransportError, httpx.StreamError) as e:
+                raise _Broken(True, LlmError("unreachable", f"the answer from {self.base_url} broke off: "
+                                             f"{type(e).__name__}", {"base_url": self.base_url})) from e  # fmt: skip
+
+    def _read_stream(self, http: Any, request: LlmRequest) -> tuple[str, str, int, int]:
+        started = time.monotonic()
+        clock = Inactivity(self.timeout_s, started)
+        assembly = Assembly()
+        events = EventStream(http.iter_lines())
+        done, timed_out = threading.Event(), threading.Event()
+
+        def watch() -> None:  # the reader blocks on the socket: cut it when no token comes
+            while not done.wait(min(0.5, max(0.01, clock.left(time.monotonic())))):
+                if clock.expired(time.monotonic()):
+                    timed_out.set()
+                    _cut(http)
+                    return
+
+        threading.Thread(target=watch, name="chorus-llm-inactivity", daemon=True).start()
+        said = started
+        try:
+            for payload in events:
+                if assembly.add(payload):
+                    now = time.monotonic()
+                    clock.touch(now)
+                    if self.progress is not None and now - said >= 1.0:
+                        said = now
+                        self.progress(request, assembly.tokens, now - started)
+        except StreamError as e:
+            status = e.status if e.status is not None else 500
+            details = {"base_url": self.base_url, "status": status}
+            retryable = status == 429 or status >= 500
+            reason = "rate_limited" if status == 429 else "server_error" if status >= 500 else "bad_request"
+            raise _Broken(retryable, LlmError(reason, f"{self.base_url} failed mid-answer: {e}", details)) from e
+        except Exception:
+            if timed_out.is_set():
+                raise _Broken(False, _timeout(self.base_url, f"no token for {self.timeout_s:g}s")) from None
+            raise
+        finally:
+            done.set()
+            if self.progress is not None:
+                self.progress(request, assembly.tokens, time.monotonic() - started, True)
+        if timed_out.is_set():
+            raise _Broken(False, _timeout(self.base_url, f"no token for {self.timeout_s:g}s"))
+        if not events.done:
+            raise _Broken(True, LlmError("server_error", f"the answer from {self.base_url} ended before [DONE]",
+                                         {"base_url": self.base_url}))  # fmt: skip
+        return assembly.content, assembly.model, assembly.prompt_tokens or 0, assembly.tokens
 
     # -- internals --------------------------------------------------------------------------
 
@@ -161,45 +258,44 @@ class OpenAIProvider(LazyClient):
             delay = min(self.backoff_max_s, max(delay, retry_after))
         return delay * (1 + 0.1 * random.random())
 
-    def _result(self, response: Any, request: LlmRequest, latency_s: float) -> LlmResult:
-        content = chat_content(response, self.base_url)
-        usage = getattr(response, "usage", None)
-        return LlmResult(
-            content=content,
-            parsed=parse_json_object(content),
-            prompt_tokens=_count(getattr(usage, "prompt_tokens", 0)),
-            completion_tokens=_count(getattr(usage, "completion_tokens", 0)),
-            latency_s=round(latency_s, 6),
-            model=getattr(response, "model", None) or request.model or self.model,
-        )
-
 
 def unusable_answer(base_url: str, why: str) -> LlmError:
     """The endpoint answered, but not with a chat completion: a failed call (`llm_error`)."""
     return LlmError("server_error", f"unusable answer from {base_url}: {why}", {"base_url": base_url})
 
 
-def chat_content(response: Any, base_url: str) -> str:
-    """The first choice's text; LlmError when `response` is not a chat completion (an HTML
-    page, a JSON list, choices without a message, ...)."""
-    choices = getattr(response, "choices", None)
-    if not isinstance(choices, list):
-        raise unusable_answer(base_url, f"not a chat completion (got {type(response).__name__})")
-    if not choices:
-        return ""
-    message = getattr(choices[0], "message", None)
-    if message is None or not hasattr(message, "content"):
-        raise unusable_answer(base_url, "its first choice has no message")
-    if message.content is not None and not isinstance(message.content, str):
-        raise unusable_answer(base_url, "its first choice's message is not text")
-    return message.content or ""
+class _Broken(Exception):
+    """An attempt that failed after the request went out: (retryable, the LlmError)."""
+
+    def __init__(self, retryable: bool, error: LlmError) -> None:
+        super().__init__(str(error))
+        self.verdict = (retryable, error)
 
 
-def _count(value: Any) -> int:
-    try:
-        return max(0, int(value or 0))
-    except (TypeError, ValueError):
-        return 0
+def _timeout(base_url: str, why: str) -> LlmError:
+    return LlmError("timeout", f"no answer from {base_url} in time: {why}", {"base_url": base_url})
+
+
+def _never_sent(e: BaseException) -> bool:
+    """A timeout while connecting: the server never had the request, so it may be sent again."""
+    import httpx  # lazily, as openai
+
+    cause = e.__cause__ or e.__context__
+    return isinstance(cause, httpx.ConnectTimeout)
+
+
+def _cut(http: Any) -> None:
+    """Break the connection under a response another thread is blocked reading: the reader
+    wakes with an error, and the server sees its client gone (llama.cpp then stops)."""
+    stream = getattr(http, "extensions", {}).get("network_stream")
+    sock = stream.get_extra_info("socket") if stream is not None else None
+    if sock is not None:
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass
+    else:  # pragma: no cover - a transport without a socket
+        http.close()
 
 
 @functools.cache  # on first call, not at import: loading openai costs every `chorus` ~1s
@@ -279,6 +375,8 @@ def provider_from_settings(settings: Any, base_url: str | None = None) -> OpenAI
         url = f"http://127.0.0.1:{settings.llm_port}/v1"
     if settings.uses_embedded_llm and structured == "auto":
         structured = "json_object"
+    from actors.runtime.llm.call_progress import ProgressNotes, notes_dir
+
     return OpenAIProvider(
         base_url=url,
         model=settings.llm_model,
@@ -286,6 +384,7 @@ def provider_from_settings(settings: Any, base_url: str | None = None) -> OpenAI
         timeout_s=settings.llm_timeout_s,
         max_retries=settings.llm_max_retries,
         structured=structured,
+        progress=ProgressNotes(notes_dir(settings.data_dir)),
     )
 
 
@@ -293,7 +392,9 @@ def provider_and_server(settings: Any) -> tuple[LlmProvider, Any]:
     """The configured endpoint for a command that talks to the model directly (`chorus eval`):
     the provider, and the embedded llama.cpp server started for it (None when the endpoint is
     the user's own). The caller stops the server when done."""
-    from actors.runtime.llm.local_server import LocalLlamaServer  # lazily: starts a process
+    from actors.runtime.llm.local_server import (
+        LocalLlamaServer,  # lazily: starts a process
+    )
 
     if not settings.uses_embedded_llm:
         return provider_from_settings(settings), None

@@ -56,6 +56,9 @@ class LlmResult(BaseModel):
     latency_s: float = 0.0
     model: str = ""
     cost_usd: float | None = None
+    # The real failures (refused connection, 5xx, 429, a stream broken off) retried before
+    # this answer came, in order; empty when the first attempt answered.
+    retries: list[ErrorInfo] = []
 
     def parse_as(self, model_cls: type[M]) -> M:
         """The parsed output validated as a pydantic model (the seeds' `.parse()`).

@@ -1,0 +1,51 @@
+"""The CLI's lines while an LLM call streams: which calls are open, when a line is due."""
+
+from __future__ import annotations
+
+import io
+from typing import Any
+
+from actors.runtime.llm.call_progress import CallWatch, OpenCalls
+from events.effects import LlmCompleted, LlmFailed, LlmRequested
+from events.errors import ErrorInfo
+
+
+def asked(h: str, index: int) -> LlmRequested:
+    return LlmRequested(model="m", messages=[], request_hash=h, call_index=index)
+
+
+def test_a_line_once_the_call_has_run_a_while_and_only_when_its_count_moved() -> None:
+    calls = OpenCalls()
+    calls.seen(asked("h1", 3), now=100.0)
+    notes: dict[str, dict[str, Any]] = {"h1": {"tokens": 12}}
+    read = notes.get
+    assert calls.lines(102.0, read) == []  # too early to bother anyone
+    assert calls.lines(105.0, read) == ["  llm call 3: 12 tokens so far, 5s"]
+    assert calls.lines(107.0, read) == []  # said just now
+    assert calls.lines(111.0, read) == []  # nothing moved
+    notes["h1"] = {"tokens": 40}
+    assert calls.lines(112.0, read) == ["  llm call 3: 40 tokens so far, 12s"]
+
+
+def test_an_answered_call_says_no_more() -> None:
+    calls = OpenCalls()
+    calls.seen(asked("h1", 1), now=0.0)
+    calls.seen(asked("h2", 2), now=0.0)
+    calls.seen(LlmCompleted(request_hash="h1", call_index=1, content="x"), now=1.0)
+    calls.seen(LlmFailed(request_hash="h2", call_index=2, error=ErrorInfo(type="llm_error", reason="timeout", message="m")), now=1.0)
+    assert calls.lines(60.0, lambda h: {"tokens": 5}) == []
+
+
+def test_a_call_with_no_note_says_nothing() -> None:
+    """The call runs on another machine, or its endpoint has not sent a token yet."""
+    calls = OpenCalls()
+    calls.seen(asked("h1", 1), now=0.0)
+    assert calls.lines(60.0, lambda h: None) == []
+
+
+def test_the_watch_stops() -> None:
+    out = io.StringIO()
+    watch = CallWatch("/nonexistent-chorus-dir", out=out)
+    watch.seen(asked("h1", 1))
+    watch.stop()
+    assert not watch._thread.is_alive() and out.getvalue() == ""

@@ -31,7 +31,6 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from eventsourcing.persistence import InterfaceError, OperationalError, Tracking
-from eventsourcing.postgres import PostgresTrackingRecorder
 from eventsourcing.sqlite import SQLiteDatastore, SQLiteTrackingRecorder
 
 from events.backends import one_line, redact
@@ -60,22 +59,45 @@ class SQLiteViewRecorder(SQLiteTrackingRecorder):
         return [*super().construct_create_table_statements(), _CREATE_SCHEMAS]
 
 
-class PostgresViewRecorder(PostgresTrackingRecorder):
-    """The library's PostgreSQL tracking recorder, plus the table of view schema versions."""
+def _postgres_view_recorder() -> type[Any]:
+    """`PostgresViewRecorder`, defined on first use: its base class's module loads psycopg
+    (0.1-0.2 s), which SQLite and in-memory stores, and `chorus --help`, never need."""
+    global _PG_RECORDER
+    with _PG_RECORDER_LOCK:
+        if _PG_RECORDER is not None:
+            return _PG_RECORDER
+        from eventsourcing.postgres import PostgresTrackingRecorder
 
-    def __init__(self, datastore: Any, **kwargs: Any) -> None:
-        super().__init__(datastore, **kwargs)
-        from psycopg.sql import (  # lazily: only PostgreSQL needs the driver
-            SQL,
-            Identifier,
-        )
+        class PostgresViewRecorder(PostgresTrackingRecorder):
+            """The library's PostgreSQL tracking recorder, plus the table of view schema versions."""
 
-        self.sql_create_statements.append(
-            SQL(
-                "CREATE TABLE IF NOT EXISTS {0}.{1} "
-                "(name TEXT PRIMARY KEY, schema_version INTEGER NOT NULL)"
-            ).format(Identifier(self.datastore.schema), Identifier(SCHEMAS_TABLE))
-        )
+            def __init__(self, datastore: Any, **kwargs: Any) -> None:
+                super().__init__(datastore, **kwargs)
+                from psycopg.sql import (  # lazily: only PostgreSQL needs the driver
+                    SQL,
+                    Identifier,
+                )
+
+                self.sql_create_statements.append(
+                    SQL(
+                        "CREATE TABLE IF NOT EXISTS {0}.{1} "
+                        "(name TEXT PRIMARY KEY, schema_version INTEGER NOT NULL)"
+                    ).format(Identifier(self.datastore.schema), Identifier(SCHEMAS_TABLE))
+                )
+
+        PostgresViewRecorder.__qualname__ = "PostgresViewRecorder"
+        _PG_RECORDER = PostgresViewRecorder
+        return _PG_RECORDER
+
+
+_PG_RECORDER: type[Any] | None = None
+_PG_RECORDER_LOCK = threading.Lock()
+
+
+def __getattr__(name: str) -> Any:
+    if name == "PostgresViewRecorder":  # `from projections.views import PostgresViewRecorder`
+        return _postgres_view_recorder()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class ViewCursor:
@@ -183,7 +205,7 @@ class ViewStore:
                 views.log_table = _quoted(table)
                 return views
             with _pg_creating_tables(store.factory.datastore):
-                recorder = store.factory.tracking_recorder(PostgresViewRecorder)
+                recorder = store.factory.tracking_recorder(_postgres_view_recorder())
             views = cls(recorder, "postgres", store.url, owns_datastore=False)
             views.log_table = _pg_name(store.factory.datastore.schema, table)
             return views

@@ -25,7 +25,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from pathlib import PurePosixPath
 
-from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
+# langchain_text_splitters (with langchain_core, about 0.3 s) is imported where a text is cut,
+# not here: this module is loaded with every tool registered, e.g. by `chorus --help`.
 
 # chunk_text's default size, in characters (about 30-50 lines of code). The repository index
 # no longer uses it: it cuts to the embedder's window (`window_chunks`), because at 1,200
@@ -70,6 +71,8 @@ def language_of(path: str) -> str:
 
 def separators_for(language: str) -> list[str]:
     """The library's separators for a language it knows; paragraphs, lines, words otherwise."""
+    from langchain_text_splitters import Language, RecursiveCharacterTextSplitter
+
     try:
         return RecursiveCharacterTextSplitter.get_separators_for_language(Language(language))
     except ValueError:
@@ -92,6 +95,8 @@ def chunk_text(
     lang = language or language_of(path)
     if not text.strip():
         return []
+    from langchain_text_splitters import RecursiveCharacterTextSplitter
+
     splitter = RecursiveCharacterTextSplitter(
         separators=separators_for(lang),
         chunk_size=size,

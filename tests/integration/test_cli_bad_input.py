@@ -1,18 +1,26 @@
 """Every bad input is one line: the `chorus` verbs × {malformed input, missing file, unknown
 id, store down, LLM down, bad output path}.
 
-Each case runs the real `python -m actors.cli` in a fresh process, against its own copy of a
-SQLite store holding one recorded run, and must end with exit 2, exactly one line on stderr
-starting `chorus: error:`, no traceback, and nothing appended to the store.
+Each case runs the `chorus` CLI in a process of its own, against its own copy of a SQLite
+store holding one recorded run, and must end with exit 2, exactly one line on stderr starting
+`chorus: error:`, no traceback, and nothing appended to the store.
+
+The processes are forks of one runner (RUNNER) that imported the CLI and loaded the workloads
+once: a case's process is the CLI's `main(argv)` in a fresh copy of that interpreter, with the
+case's environment, its stderr on a file descriptor of its own, and its exit status the code
+`python -m actors.cli` would exit with. A fresh `python -m actors.cli` costs about 1 s of CPU
+in imports alone, 91 times over; a fork costs milliseconds. The real process boundary (the
+`python -m actors.cli` entry point, its own imports, its exit code and stderr) is tested by
+REAL_PROCESS: a handful of cases, one per kind of failure, run as real subprocesses too.
 
 No case may start Ray or the local model: a `ray` package that exits on import is put first on
-the path, and CHORUS_LLM_BASE_URL always names a dead endpoint, so an LLM-down case has to
-fail on the endpoint check, before Ray. The cases run side by side in a thread pool (each one
-is a subprocess), once per module.
+the path (the runner's and the real subprocesses'), and CHORUS_LLM_BASE_URL always names a dead
+endpoint, so an LLM-down case has to fail on the endpoint check, before Ray.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -26,11 +34,13 @@ import pytest
 from actors.runtime.replay import load_fixture
 from events.store import EventStore
 
+REPO = Path(__file__).parents[2]
 FIXTURE = Path(__file__).parents[1] / "fixtures" / "runs" / "scripted_search_read_answer.jsonl"
 RUN = "search_read_"
 STORE_DOWN = {"CHORUS_STORE_URL": "postgresql://nobody@127.0.0.1:1/x"}
 LLM_DOWN_URL = "http://127.0.0.1:1/v1"
 NO_RAY = "RAY IMPORTED: a bad-input case must fail before Ray starts"
+TIMEOUT_S = 120
 
 
 @dataclass(frozen=True)
@@ -162,6 +172,80 @@ CASES = [
 ]
 
 
+# One case per kind of failure, also run as a real `python -m actors.cli` process.
+REAL_PROCESS = (
+    "argparse-unknown-verb",  # argparse's own refusal
+    "run-llm-down",  # the endpoint check, before Ray
+    "runs-store-down",  # the store
+    "export-out-folder",  # a bad output path
+    "replay-fixture-not-json",  # a malformed input file
+)
+
+# The case runner: imports the CLI and every workload once, then forks a process per case
+# (at most JOBS at a time) and writes one JSON line per case: its id, exit status, stderr.
+RUNNER = r"""
+import json, os, signal, sys, time, traceback
+
+cases_file, results_file, jobs, timeout_s = sys.argv[1], sys.argv[2], int(sys.argv[3]), float(sys.argv[4])
+from actors.cli.main import main
+from actors.runtime.registry import load_workloads
+
+load_workloads()
+sys.stdout.flush()
+sys.stderr.flush()
+
+
+def child(case):
+    os.environ.clear()
+    os.environ.update(case["env"])
+    err = os.open(case["stderr"], os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+    os.dup2(err, 2)
+    os.dup2(os.open(os.devnull, os.O_WRONLY), 1)
+    try:  # as `python -m actors.cli`: sys.exit(main())
+        code = main(case["args"])
+    except SystemExit as e:
+        code = e.code
+    except BaseException:
+        traceback.print_exc()
+        code = 1
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):
+        print(code, file=sys.stderr)
+        code = 1
+    try:
+        sys.stdout.flush()
+        sys.stderr.flush()
+    finally:
+        os._exit(code)
+
+
+cases = [json.loads(line) for line in open(cases_file)]
+running = {}
+with open(results_file, "w") as out:
+    while cases or running:
+        while cases and len(running) < jobs:
+            case = cases.pop(0)
+            pid = os.fork()
+            if pid == 0:
+                child(case)
+            running[pid] = (case, time.monotonic() + timeout_s)
+        pid, status = os.waitpid(-1, os.WNOHANG)
+        if pid == 0:
+            for pid, (case, deadline) in running.items():
+                if time.monotonic() > deadline:
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.005)
+            continue
+        case, _ = running.pop(pid)
+        code = os.waitstatus_to_exitcode(status)
+        with open(case["stderr"]) as f:
+            stderr = f.read()
+        out.write(json.dumps({"id": case["id"], "returncode": code, "stderr": stderr}) + "\n")
+        out.flush()
+"""
+
+
 def _prepare(root: Path, db: Path) -> Path:
     """The case's folder: its own copy of the store, and the files the cases point at."""
     root.mkdir()
@@ -175,9 +259,6 @@ def _prepare(root: Path, db: Path) -> Path:
     (root / "missing_keys.jsonl").write_text(good[0] + "\n" + '{"type": "AgentStarted"}\n')
     (root / "list_row.jsonl").write_text(good[0] + "\n[1, 2, 3]\n")
     (root / "gap.jsonl").write_text(FIXTURE_ROW % (1, 0) + "\n" + FIXTURE_ROW % (3, 1) + "\n")
-    guard = root / "guard" / "ray"
-    guard.mkdir(parents=True)
-    (guard / "__init__.py").write_text(f"raise SystemExit({NO_RAY!r})\n")
     return root
 
 
@@ -194,54 +275,117 @@ class Outcome:
     head_after: int
 
 
-def _run(c: Case, root: Path) -> Outcome:
-    def fill(text: str) -> str:
-        return text.replace("{D}", str(root))
-
-    db = root / "chorus.db"
+def _env(c: Case, root: Path) -> dict[str, str]:
+    """The case's environment: its own store and data folder, a dead LLM endpoint, no Ray
+    (its folder is BASE/forked/ID or BASE/real/ID; the guard is BASE/guard)."""
     env = {
         **os.environ,
         "CHORUS_DATA_DIR": str(root),
-        "CHORUS_STORE_URL": f"sqlite:///{db}",
+        "CHORUS_STORE_URL": f"sqlite:///{root / 'chorus.db'}",
         "CHORUS_LLM_BASE_URL": LLM_DOWN_URL,
         "CHORUS_MODEL_WHEELS": str(root / "folder"),  # never download a model
-        "PYTHONPATH": os.pathsep.join(filter(None, [str(root / "guard"), os.environ.get("PYTHONPATH")])),
+        "PYTHONPATH": os.pathsep.join(filter(None, [str(root.parents[1] / "guard"), os.environ.get("PYTHONPATH")])),
     }
     env.pop("CHORUS_RAY_ADDRESS", None)
     for key, value in c.env.items():
         if value:
-            env[key] = fill(value)
+            env[key] = _fill(value, root)
         else:
             env.pop(key, None)
+    return env
+
+
+def _fill(text: str, root: Path) -> str:
+    return text.replace("{D}", str(root))
+
+
+def _run_forked(cases: list[Case], roots: dict[str, Path], base: Path) -> dict[str, Outcome]:
+    """Every case in a fork of one runner process that imported the CLI once."""
+    before = {c.id: _head(roots[c.id] / "chorus.db") for c in cases}
+    (base / "stderr").mkdir()
+    cases_file, results_file = base / "cases.jsonl", base / "results.jsonl"
+    with cases_file.open("w") as f:
+        for c in cases:
+            root = roots[c.id]
+            args = [_fill(a, root) for a in c.args]
+            f.write(json.dumps({"id": c.id, "args": args, "env": _env(c, root), "stderr": str(base / "stderr" / c.id)}) + "\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [str(base.parent / "guard"), os.environ.get("PYTHONPATH")]))}
+    jobs = max(2, os.cpu_count() or 2)
+    runner = subprocess.run(
+        [sys.executable, "-c", RUNNER, str(cases_file), str(results_file), str(jobs), str(TIMEOUT_S)],
+        capture_output=True, text=True, env=env, timeout=TIMEOUT_S * len(cases) / jobs + 60, cwd=REPO, check=False,
+    )  # fmt: skip
+    assert runner.returncode == 0, f"the case runner failed: {runner.stderr}"
+    results = [json.loads(line) for line in results_file.read_text().splitlines()]
+    assert sorted(r["id"] for r in results) == sorted(before), runner.stderr
+    return {
+        r["id"]: Outcome(r["returncode"], r["stderr"], before[r["id"]], _head(roots[r["id"]] / "chorus.db"))
+        for r in results
+    }
+
+
+def _run_real(c: Case, root: Path) -> Outcome:
+    """The case as a real `python -m actors.cli` process."""
+    db = root / "chorus.db"
     before = _head(db)
     proc = subprocess.run(
-        [sys.executable, "-m", "actors.cli", *map(fill, c.args)],
-        capture_output=True, text=True, env=env, timeout=120, cwd=Path(__file__).parents[2], check=False,
+        [sys.executable, "-m", "actors.cli", *(_fill(a, root) for a in c.args)],
+        capture_output=True, text=True, env=_env(c, root), timeout=TIMEOUT_S, cwd=REPO, check=False,
     )  # fmt: skip
     return Outcome(proc.returncode, proc.stderr, before, _head(db))
 
 
 @pytest.fixture(scope="module")
-def outcomes(tmp_path_factory) -> dict[str, Outcome]:
+def base(tmp_path_factory) -> Path:
+    """A store holding the recorded run, and the guard that stops any import of Ray."""
     base = tmp_path_factory.mktemp("bad_input")
-    db = base / "chorus.db"
-    with EventStore(f"sqlite:///{db}") as store:
+    with EventStore(f"sqlite:///{base / 'chorus.db'}") as store:
         load_fixture(FIXTURE, store)
-    roots = {c.id: _prepare(base / c.id, db) for c in CASES}
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        futures = {c.id: pool.submit(_run, c, roots[c.id]) for c in CASES}
+    guard = base / "guard" / "ray"
+    guard.mkdir(parents=True)
+    (guard / "__init__.py").write_text(f"raise SystemExit({NO_RAY!r})\n")
+    return base
+
+
+@pytest.fixture(scope="module")
+def outcomes(base: Path) -> dict[str, Outcome]:
+    forked = base / "forked"
+    forked.mkdir()
+    roots = {c.id: _prepare(forked / c.id, base / "chorus.db") for c in CASES}
+    return _run_forked(CASES, roots, forked)
+
+
+@pytest.fixture(scope="module")
+def real_outcomes(base: Path) -> dict[str, Outcome]:
+    real = base / "real"
+    real.mkdir()
+    cases = [c for c in CASES if c.id in REAL_PROCESS]
+    roots = {c.id: _prepare(real / c.id, base / "chorus.db") for c in cases}
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        futures = {c.id: pool.submit(_run_real, c, roots[c.id]) for c in cases}
         return {cid: f.result() for cid, f in futures.items()}
 
 
-@pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
-def test_bad_input_is_one_line_and_writes_nothing(c: Case, outcomes: dict[str, Outcome]) -> None:
-    out = outcomes[c.id]
+def check(out: Outcome) -> None:
     lines = out.stderr.strip().splitlines()
     assert NO_RAY not in out.stderr
     assert "Traceback" not in out.stderr, out.stderr
     assert out.returncode == 2, out.stderr
     assert len(lines) == 1 and lines[0].startswith("chorus: error:"), out.stderr
     assert out.head_after == out.head_before
+
+
+@pytest.mark.parametrize("c", CASES, ids=[c.id for c in CASES])
+def test_bad_input_is_one_line_and_writes_nothing(c: Case, outcomes: dict[str, Outcome]) -> None:
+    check(outcomes[c.id])
+
+
+@pytest.mark.parametrize("case_id", REAL_PROCESS)
+def test_a_real_process_too(case_id: str, real_outcomes: dict[str, Outcome], outcomes: dict[str, Outcome]) -> None:
+    """`python -m actors.cli`, imports and all: the same exit status and the same line."""
+    out = real_outcomes[case_id]
+    check(out)
+    assert out.stderr == outcomes[case_id].stderr.replace("/forked/", "/real/")
 
 
 def test_the_store_holds_the_recorded_run(outcomes: dict[str, Outcome]) -> None:

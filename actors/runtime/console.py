@@ -18,6 +18,7 @@ from typing import Any, TextIO
 from actors.runtime.cli_dialect import event_record, json_default  # noqa: F401  (json_default: re-exported)
 from actors.runtime.client import LlmUnavailable, RunHandle
 from actors.runtime.errors import UserError
+from actors.runtime.llm.call_progress import CallWatch
 from actors.runtime.llm.local_server import LocalServerError
 from actors.runtime.llm.types import LlmError
 from actors.runtime.progress import describe
@@ -119,11 +120,17 @@ def follow_run(handle: RunHandle, quiet: bool = False) -> int:
 def _follow_run(handle: RunHandle, quiet: bool) -> int:
     state = handle.client.run_state(handle.run_id)
     kind = Registry.run_kind(state.agent) if state.agent else Registry.default_run_kind()
-    for rec in handle.events():
-        if not quiet:
-            line = describe(rec.event, kind=kind)
-            if line:
-                print(line, file=sys.stderr, flush=True)
+    calls = None if quiet else CallWatch(handle.client.settings.data_dir)  # tokens so far
+    try:
+        for rec in handle.events():
+            if calls is not None:
+                calls.seen(rec.event)
+                line = describe(rec.event, kind=kind)
+                if line:
+                    print(line, file=sys.stderr, flush=True)
+    finally:
+        if calls is not None:
+            calls.stop()
     result = handle.wait()
     if result.ok:
         print(kind.present(result.answer or ""))

@@ -57,7 +57,8 @@ def describe_runtime(e: Event, brief: bool = False) -> str | None:
     if t == "LlmRequested":
         return f"llm call {d.call_index} ({d.model or 'default model'}, {len(d.messages)} messages)" if brief else ""
     if t == "LlmCompleted":
-        return f"  llm call {d.call_index}: {d.prompt_tokens}+{d.completion_tokens} tokens, {d.latency_s:.1f}s"
+        retried = f", after {len(d.retries)} failed attempt(s): {d.retries[-1].reason}" if d.retries else ""
+        return f"  llm call {d.call_index}: {d.prompt_tokens}+{d.completion_tokens} tokens, {d.latency_s:.1f}s{retried}"
     if t == "LlmFailed":
         return f"  ! llm call {d.call_index} failed: {d.error.line()}"
     if t == "ToolCalled":

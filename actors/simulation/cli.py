@@ -24,6 +24,7 @@ from typing import Any
 from actors.runtime.cli_dialect import add_json, print_json
 from actors.runtime.client import Client, new_run_id
 from actors.runtime.errors import UserError
+from actors.runtime.llm.call_progress import CallWatch
 from actors.simulation.client import KIND, Simulation, create_session
 from actors.simulation.director import DirectorConfig
 from actors.simulation.loader import PackError, load_pack
@@ -123,6 +124,7 @@ class _Progress:
         self.stop = threading.Event()
         self.seen = 0
         self.end: int | None = None
+        self.calls = CallWatch(client.settings.data_dir)  # a synth's long call: tokens so far
         start = client.store.max_position() + 1
         self.thread = threading.Thread(target=self._run, args=(client, run_id, start, names), daemon=True)
         self.thread.start()
@@ -131,6 +133,7 @@ class _Progress:
         for rec in client.store.follow(start, stop=self.stop, poll_interval=0.1):
             self.seen = rec.position
             if rec.event.run_id == run_id:
+                self.calls.seen(rec.event)
                 line = describe(rec.event, names)
                 if line:
                     print(line, file=sys.stderr, flush=True)
@@ -144,6 +147,7 @@ class _Progress:
             time.sleep(0.05)
         self.stop.set()
         self.thread.join(timeout=5)
+        self.calls.stop()
 
 
 def cmd_show(args: argparse.Namespace) -> int:

@@ -113,7 +113,7 @@ class CallWatch:
             self.calls.seen(event, time.monotonic())
 
     def _run(self) -> None:
-        while not self._stop.wait(1.0):
+        while not self._stop.wait(min(1.0, EVERY_S)):
             with self._lock:
                 lines = self.calls.lines(time.monotonic(), lambda h: read_note(self.folder, h))
             for line in lines:

@@ -230,6 +230,25 @@ def test_no_token_for_the_limit_is_a_timeout_never_resent(serve: Any) -> None:
     assert server.gone == [1], "the connection was left open: the server would go on computing"
 
 
+def test_a_call_waiting_its_turn_is_kept_while_the_server_pings(serve: Any) -> None:
+    """Queued behind another call at a busy server: no token for longer than the limit, but
+    the server's pings say it holds the call; it is answered, not timed out and resent."""
+
+    def script(h: BaseHTTPRequestHandler, body: dict[str, Any], n: int) -> None:
+        start_sse(h)
+        for _ in range(15):  # 1.5 s of pings, the limit is 0.5 s
+            time.sleep(0.1)
+            h.wfile.write(b": ping\r\n\r\n")
+            h.wfile.flush()
+        send(h, chunk("at last"))
+        send(h, chunk(finish="stop"))
+        send(h, "[DONE]")
+
+    server = serve(script)
+    result = provider(server.url, timeout_s=0.5).complete(ask())
+    assert result.content == "at last" and len(server.bodies) == 1
+
+
 def test_a_server_error_is_retried_and_recorded_with_the_answer(serve: Any) -> None:
     def script(h: BaseHTTPRequestHandler, body: dict[str, Any], n: int) -> None:
         if n == 1:

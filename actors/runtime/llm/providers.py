@@ -52,9 +52,10 @@ class OpenAIProvider(LazyClient):
     """An OpenAI-compatible chat endpoint through the `openai` client.
 
     Completions are streamed (`stream=True`): `timeout_s` is the longest wait for the next
-    token (before the first: from the request), not a limit on the whole answer, so a long
-    answer that keeps coming is never cut off. An endpoint that answers with one JSON body
-    instead is read as before.
+    token, not a limit on the whole answer, so a long answer that keeps coming is never cut
+    off. Before the first token, anything the server sends (llama.cpp's server pings every
+    15 s while a call waits its turn) shows it alive and holding the call. An endpoint that
+    answers with one JSON body instead is read as before.
 
     The client's own retries are off (max_retries=0): this class retries real failures (429,
     5xx, a refused connection, a connect timeout, a stream broken off) with exponential
@@ -178,7 +179,14 @@ class OpenAIProvider(LazyClient):
         started = time.monotonic()
         clock = Inactivity(self.timeout_s, started)
         assembly = Assembly()
-        events = EventStream(http.iter_lines())
+
+        def lines() -> Any:
+            for line in http.iter_lines():
+                if not assembly.chunks_with_text:  # a call waiting its turn at a busy server:
+                    clock.touch(time.monotonic())  # its pings say it is alive and holds the call
+                yield line
+
+        events = EventStream(lines())
         done, timed_out = threading.Event(), threading.Event()
 
         def watch() -> None:  # the reader blocks on the socket: cut it when no token comes

@@ -1,8 +1,9 @@
 """A completion read as it streams: the inactivity limit, and the answer put together.
 
 `OpenAIProvider` asks for `stream=True` and reads the server-sent events itself, so that
-- a call times out when no token has come for `limit_s` seconds (`Inactivity`), not after a
-  total time: a long answer that keeps coming is never cut off and asked again;
+- a call times out when nothing has come for `limit_s` seconds (`Inactivity`: tokens, and
+  before the first one the server's pings), not after a total time: a long answer that keeps
+  coming is never cut off and asked again;
 - the content, the model and the usage are assembled from the chunks (`Assembly`); a server
   that sends no usage in its stream (llama-cpp-python's) has its completion tokens counted;
 - an endpoint that answers with one JSON body instead of a stream is read as before
@@ -32,8 +33,8 @@ class StreamError(Exception):
 
 
 class Inactivity:
-    """No token for `limit_s` seconds. Before the first token the clock runs from the request
-    (the prompt is read, or the call waits its turn at a busy server)."""
+    """No token for `limit_s` seconds (the reader touches it on each token, and before the
+    first on anything the server sends)."""
 
     def __init__(self, limit_s: float, now: float) -> None:
         self.limit_s = float(limit_s)

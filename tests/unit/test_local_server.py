@@ -149,6 +149,13 @@ def test_command_uses_the_servers_real_flags(tmp_path: Path) -> None:
         assert f"{flag} " in help_text, f"llama_cpp.server has no {flag}"
 
 
+def test_thread_count_from_the_settings(tmp_path: Path) -> None:
+    settings = settings_for(tmp_path, 9123).model_copy(update={"llm_threads": 1})
+    cmd = LocalLlamaServer(settings).command(Path("/m.gguf"))
+    assert cmd[cmd.index("--n_threads") + 1] == "1"
+    assert LocalLlamaServer(settings, n_threads=3).n_threads == 3  # the caller's word wins
+
+
 def serve_models(model: str) -> ThreadingHTTPServer:
     handler = type("Serves", (_Models,), {"model": model})
     httpd = ThreadingHTTPServer(("127.0.0.1", 0), handler)

@@ -160,7 +160,7 @@ class LocalLlamaServer:
     ) -> None:
         self.settings = settings
         self.port = int(settings.llm_port)
-        self.n_threads = n_threads or os.cpu_count() or 2
+        self.n_threads = n_threads or int(getattr(settings, "llm_threads", 0) or 0) or os.cpu_count() or 2
         self.start_timeout_s = start_timeout_s
         self.log_path = Path(settings.data_dir) / "logs" / "llama-server.log"
         self.reused = False

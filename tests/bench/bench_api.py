@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import base64
 import json
 import multiprocessing
@@ -31,6 +32,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from typing import Any
 
@@ -178,7 +180,6 @@ def main(argv: list[str] | None = None) -> None:
     from actors.runtime.client import Client
     from actors.runtime.settings import Settings
     from events.store import EventStore
-    from tests.integration.api.conftest import free_port
 
     print(machine(), flush=True)
     with tempfile.TemporaryDirectory() as tmp:
@@ -189,18 +190,7 @@ def main(argv: list[str] | None = None) -> None:
         settings = Settings.from_env(data_dir=tmp, store_url=url_store, llm_base_url="http://127.0.0.1:9/v1")
         with Client(settings=settings, start_ray=False) as c:
             c.begin_run(LATENCY_RUN, goal="latency", agent="react", params={})
-        port = free_port()
-        server = subprocess.Popen([sys.executable, "-m", "tests.bench.bench_api", "--serve", str(port), url_store, tmp])
-        url = f"http://127.0.0.1:{port}"
-        try:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    httpx.get(f"{url}/v1/health", timeout=5)
-                    break
-                except httpx.TransportError:
-                    assert time.monotonic() < deadline and server.poll() is None, "the server did not start"
-                    time.sleep(0.2)
+        with api_server(url_store, tmp) as url:
             rates = read_rates(url, newest, args.per_round, args.rounds)
             ratio = [r / b for r, b in zip(rates["route"], rates["bare"], strict=True)]
             table(
@@ -218,9 +208,30 @@ def main(argv: list[str] | None = None) -> None:
                 ["receipts", "median ms", "p99 ms", "max ms"],
                 [[len(lat), f"{statistics.median(lat) * 1e3:.1f}", f"{pct(lat, 0.99) * 1e3:.1f}", f"{max(lat) * 1e3:.1f}"]],
             )
-        finally:
-            server.terminate()
-            server.wait(timeout=30)
+
+
+@contextlib.contextmanager
+def api_server(store_url: str, tmp: str) -> Iterator[str]:
+    """The API (and the bare route) on `store_url` in a uvicorn process of its own (`serve`),
+    a `TOKEN` of read scope; yields its URL once it answers."""
+    from tests.integration.api.conftest import free_port
+
+    port = free_port()
+    server = subprocess.Popen([sys.executable, "-m", "tests.bench.bench_api", "--serve", str(port), store_url, tmp])
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            try:
+                httpx.get(f"{url}/v1/health", timeout=5)
+                break
+            except httpx.TransportError:
+                assert time.monotonic() < deadline and server.poll() is None, "the server did not start"
+                time.sleep(0.2)
+        yield url
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
 
 
 if __name__ == "__main__":

@@ -177,7 +177,7 @@ class ToolContext:
         return LlmResult(
             content=result.content, parsed=result.parsed, prompt_tokens=result.prompt_tokens,
             completion_tokens=result.completion_tokens, latency_s=result.latency_s, model=result.model,
-            cost_usd=result.cost_usd,
+            cost_usd=result.cost_usd, retries=result.retries,
         )  # fmt: skip
 
     def _record(self, outcomes: list[Any]) -> None:

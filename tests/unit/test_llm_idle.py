@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from typing import Any
 
 import pytest
 
 from actors.runtime.llm import child
-from actors.runtime.llm.idle import CountRequests, IdleClock
+from actors.runtime.llm.idle import CountRequests, IdleClock, ModelsAtOnce
 
 
 def test_idle_only_after_the_period_with_nothing_in_flight() -> None:
@@ -84,9 +85,30 @@ def test_llama_cpp_app_is_wrapped_to_count_requests(monkeypatch: pytest.MonkeyPa
     monkeypatch.setattr(app_module, "create_app", lambda **kwargs: made)
     monkeypatch.setattr(llama_cpp.Llama, "create_chat_completion", llama_cpp.Llama.create_chat_completion)
     clock = IdleClock(10, now=0.0)
-    child.instrument_llama_server(clock)
+    child.instrument_llama_server(clock, child.model_aliases(["--model", "/m.gguf", "--model_alias", "q1"]))
     app = app_module.create_app(server_settings=None)
-    assert isinstance(app, CountRequests) and app.app is made and app.clock is clock
+    assert isinstance(app, CountRequests) and app.clock is clock
+    assert isinstance(app.app, ModelsAtOnce) and app.app.app is made
+
+
+def test_models_are_listed_without_waiting_for_the_app() -> None:
+    """llama.cpp's /v1/models waits for the model's lock (busy while it computes): the
+    wrapper answers it without asking the app; anything else goes to the app."""
+    reached: list[str] = []
+
+    async def busy_app(scope: Any, receive: Any, send: Any) -> None:
+        reached.append(scope["path"])
+
+    sent: list[dict[str, Any]] = []
+
+    async def send(message: dict[str, Any]) -> None:
+        sent.append(message)
+
+    app = ModelsAtOnce(busy_app, ["q1"])
+    asyncio.run(app({"type": "http", "method": "GET", "path": "/v1/models"}, None, send))
+    asyncio.run(app({"type": "http", "method": "POST", "path": "/v1/chat/completions"}, None, send))
+    assert reached == ["/v1/chat/completions"]
+    assert sent[0]["status"] == 200 and json.loads(sent[1]["body"])["data"][0]["id"] == "q1"
 
 
 def test_a_llama_stream_ends_with_its_usage() -> None:

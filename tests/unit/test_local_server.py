@@ -390,11 +390,23 @@ def test_a_busy_shared_server_is_used_by_its_note_without_waiting(tmp_path: Path
     with socket.socket() as s:  # a port taken, silent: the busy server
         s.bind(("127.0.0.1", settings.llm_port))
         s.listen()
-        local_server.pid_file(settings).parent.mkdir(parents=True)
+        local_server.pid_file(settings).parent.mkdir(parents=True, exist_ok=True)
         note = {"pid": os.getpid(), "port": settings.llm_port, "model": settings.llm_model}
-        local_server.pid_file(settings).write_text(json.dumps(note))
-        server = LocalLlamaServer(settings).start()
-        assert server.reused
-        local_server.pid_file(settings).write_text(json.dumps({**note, "model": "llama-3-70b"}))
-        with pytest.raises(LocalServerError, match="another model"):
-            LocalLlamaServer(settings).start()
+        try:
+            local_server.pid_file(settings).write_text(json.dumps(note))
+            server = LocalLlamaServer(settings).start()
+            assert server.reused
+            local_server.pid_file(settings).write_text(json.dumps({**note, "model": "llama-3-70b"}))
+            with pytest.raises(LocalServerError, match="another model"):
+                LocalLlamaServer(settings).start()
+        finally:
+            local_server.pid_file(settings).unlink(missing_ok=True)
+
+
+def test_the_note_is_one_per_machine_whatever_the_data_folder(tmp_path: Path) -> None:
+    """Processes with different data folders share the port, so they share its note and lock."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    a.mkdir()
+    b.mkdir()
+    assert local_server.pid_file(settings_for(a, 8765)) == local_server.pid_file(settings_for(b, 8765))
+    assert local_server.pid_file(settings_for(a, 8765)) != local_server.pid_file(settings_for(a, 8766))

@@ -107,21 +107,27 @@ def with_usage(chunks: Iterable[dict[str, Any]], sizes: list[int], done: Callabl
                "usage": {"prompt_tokens": prompt, "completion_tokens": text, "total_tokens": prompt + text}}  # fmt: skip
 
 
-def instrument_llama_server(clock: idle.IdleClock | None) -> None:
-    """Streams end with their usage; with a clock, llama_cpp.server's requests are counted on
-    it (its __main__ builds the app with `create_app`, looked up when runpy runs it)."""
+def instrument_llama_server(clock: idle.IdleClock | None, aliases: list[str]) -> None:
+    """Streams end with their usage; GET /v1/models answers at once, even while a completion
+    runs (`idle.ModelsAtOnce`); with a clock, llama_cpp.server's requests are counted on it.
+    (Its __main__ builds the app with `create_app`, looked up when runpy runs it.)"""
     import llama_cpp.server.app as app_module
 
     streams_with_usage()
-    if clock is None:
-        return
-
     create_app = app_module.create_app
 
-    def counted_app(*args: object, **kwargs: object) -> idle.CountRequests:
-        return idle.CountRequests(create_app(*args, **kwargs), clock)
+    def wrapped_app(*args: object, **kwargs: object) -> Any:
+        app = create_app(*args, **kwargs)
+        if aliases:
+            app = idle.ModelsAtOnce(app, aliases)
+        return idle.CountRequests(app, clock) if clock is not None else app
 
-    app_module.create_app = counted_app  # type: ignore[assignment]
+    app_module.create_app = wrapped_app  # type: ignore[assignment]
+
+
+def model_aliases(args: list[str]) -> list[str]:
+    """The `--model_alias` the server is started with (none: llama.cpp's own answer)."""
+    return [args[i + 1] for i, a in enumerate(args[:-1]) if a == "--model_alias"]
 
 
 def parse(argv: list[str]) -> tuple[int, float, list[str]]:
@@ -144,7 +150,7 @@ def main(argv: list[str]) -> None:
         idle.CLOCK = idle.IdleClock(idle_s, time.monotonic())
         threading.Thread(target=watch_idle, args=(idle.CLOCK,), name="chorus-idle-watch", daemon=True).start()
     if rest[:2] == ["-m", "llama_cpp.server"]:
-        instrument_llama_server(idle.CLOCK)
+        instrument_llama_server(idle.CLOCK, model_aliases(rest[2:]))
     if rest[0] == "-m":
         sys.argv = [rest[1], *rest[2:]]
         runpy.run_module(rest[1], run_name="__main__", alter_sys=True)

@@ -11,6 +11,7 @@ tested without waiting.
 
 from __future__ import annotations
 
+import json
 import threading
 import time
 from typing import Any
@@ -72,6 +73,26 @@ class CountRequests:
             await self.app(scope, receive, send)
         finally:
             self.clock.end(time.monotonic())
+
+
+class ModelsAtOnce:
+    """ASGI middleware: GET /v1/models answered from the alias the server was started with.
+    llama.cpp's own handler waits for the model's lock, so while it computes a completion it
+    answers nothing; a `chorus` process looking for the shared server then took it for
+    something else on the port. Everything else goes to the app."""
+
+    def __init__(self, app: Any, aliases: list[str]) -> None:
+        self.app = app
+        data = [{"id": a, "object": "model", "owned_by": "me", "permissions": []} for a in aliases]
+        self.body = json.dumps({"object": "list", "data": data}).encode()
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope.get("type") == "http" and scope.get("method") == "GET" and scope.get("path") == "/v1/models":
+            headers = [(b"content-type", b"application/json"), (b"content-length", str(len(self.body)).encode())]
+            await send({"type": "http.response.start", "status": 200, "headers": headers})
+            await send({"type": "http.response.body", "body": self.body})
+            return
+        await self.app(scope, receive, send)
 
 
 CLOCK: IdleClock | None = None  # the running server's, set by actors.runtime.llm.child

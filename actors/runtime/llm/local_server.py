@@ -5,7 +5,8 @@ when no endpoint is configured, and used by every other one. It outlives the pro
 started it and stops itself after `settings.llm_idle_s` seconds with no request
 (CHORUS_LLM_IDLE_S; the watch runs in `actors.runtime.llm.child`, its wrapper), or on
 `chorus model stop`. Two processes starting at once end with one server: the start is
-serialised by a lock file beside the note the server leaves in the data folder.
+serialised by a lock file beside the note the server leaves (one per machine and port, in
+the temporary folder, whatever each process's data folder).
 `chorus model serve` starts one with no idle limit.
 
 CHORUS_LLM_IDLE_S=0 gives the old arrangement: each process's own server, stopped with it:
@@ -33,6 +34,7 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import urllib.error
@@ -75,8 +77,10 @@ def answers(port: int, timeout: float = 2.0) -> bool:
 
 
 def pid_file(settings: Any) -> Path:
-    """Where the server left running (shared, or by `chorus model serve`) is noted."""
-    return Path(settings.data_dir) / "run" / f"llama-server-{int(settings.llm_port)}.json"
+    """Where the server left running on the port (shared, or by `chorus model serve`) is
+    noted: one place per machine and user, like the port, whatever the data folder."""
+    folder = Path(tempfile.gettempdir()) / f"chorus-{os.getuid()}"
+    return folder / f"llama-server-{int(settings.llm_port)}.json"
 
 
 @contextlib.contextmanager
@@ -84,7 +88,7 @@ def start_lock(settings: Any) -> Iterator[None]:
     """Held while a process looks for the server on the port and starts one if there is none:
     a second process waits here, then finds the first one's server and uses it."""
     path = pid_file(settings).with_suffix(".lock")
-    path.parent.mkdir(parents=True, exist_ok=True)
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
     with open(path, "a") as f:
         fcntl.flock(f, fcntl.LOCK_EX)
         try:
@@ -382,7 +386,7 @@ def stop_detached(settings: Any, timeout_s: float = 20.0) -> str:
             if answers(int(settings.llm_port)):
                 raise LocalServerError(
                     f"the server on port {settings.llm_port} was not started by Chorus "
-                    f"(`chorus model serve` or a shared start) from {settings.data_dir}; not stopping it"
+                    "(`chorus model serve` or a shared start); not stopping it"
                 )
             raise LocalServerError(f"no local LLM server is running on port {settings.llm_port}")
         pid = int(note["pid"])

@@ -218,13 +218,13 @@ def test_sim_new_show_say_sessions(client, capsys, tmp_path):
     assert run_id in capsys.readouterr().out
 
 
-def test_a_bad_pack_is_one_line_per_problem_and_writes_nothing(client, capsys, tmp_path):
+def test_a_bad_pack_is_one_line_and_writes_nothing(client, capsys, tmp_path):
     bad = tmp_path / "bad.yaml"
     bad.write_text(LIGHTHOUSE.read_text().replace("condition: jammed", "state_was: jammed", 1))
     assert main(["sim", "new", str(bad)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err and all(line.startswith("chorus: error: bad.yaml: ") for line in err)
-    assert "Repairable.condition" in err[0]
+    assert len(err) == 1 and err[0].startswith("chorus: error: bad.yaml: entities[0].components.Repairable.")
+    assert err[0].endswith("Repairable.condition (Beacon Lamp): required property missing")
     assert client.store.max_position() == 0
 
 

@@ -42,10 +42,12 @@ latent_facts:
 
 
 def problems(text: str, filename: str = "p.yaml") -> list[str]:
+    """Every problem's line; the error itself reads as one line, the first and how many more."""
     with pytest.raises(PackError) as e:
         compile_pack(text, filename)
-    lines = str(e.value).split("\n")
-    assert lines == e.value.problems
+    lines = e.value.problems
+    more = f" (and {len(lines) - 1} more)" if len(lines) > 1 else ""
+    assert str(e.value) == lines[0] + more and "\n" not in str(e.value)
     return lines
 
 
@@ -198,7 +200,9 @@ def test_yaml_on_and_no_stay_strings_keys_and_values():
 def test_missing_required_property_names_file_entity_and_path():
     text = (PACKS / "lighthouse.yaml").read_text().replace("condition: jammed\n", "")
     lines = problems(text, "lighthouse.yaml")
-    assert lines == ["lighthouse.yaml: Beacon Lamp.components.Repairable.condition: required property missing"]
+    assert lines == [
+        "lighthouse.yaml: entities[0].components.Repairable.condition (Beacon Lamp): required property missing"
+    ]
 
 
 def test_nested_required_property_path(tmp_path):
@@ -208,55 +212,57 @@ def test_nested_required_property_path(tmp_path):
     with pytest.raises(PackError) as e:
         load_pack(path)
     assert str(e.value) == (
-        "nested.yaml: Lamp.components.Repairable.repair_requirements.tools: required property missing"
+        "nested.yaml: entities[0].components.Repairable.repair_requirements.tools (Lamp): required property missing"
     )
 
 
 def test_wrong_type_is_an_error():
     lines = problems(SMALL.replace("Switchable: {on: true", "Switchable: {on: 3"))
-    assert lines == ["p.yaml: Lamp.components.Switchable.on: expected bool, got int"]
+    assert lines == ["p.yaml: entities[0].components.Switchable.on (Lamp): expected bool, got int"]
 
 
 def test_unknown_component_type_is_a_warning_not_an_error():
     pack = compile_pack(SMALL.replace("Portable: {}", "Portable: {}, Haunted: {ghosts: 2}"), "p.yaml")
     assert len(pack.warnings) == 1
-    assert pack.warnings[0].startswith("p.yaml: Coin.components.Haunted: unknown component type 'Haunted'")
+    assert pack.warnings[0].startswith(
+        "p.yaml: entities[2].components.Haunted (Coin): unknown component type 'Haunted'"
+    )
     assert pack.world.entities[pack.ids["entity"]["Coin"]].components["Haunted"] == {"ghosts": 2}
 
 
 def test_duplicate_names_are_errors():
     lines = problems(SMALL.replace("- {name: Yard}", "- {name: Hall}"))
-    assert lines[0] == "p.yaml: Hall: duplicate location name"  # then what named the lost Yard
+    assert lines == ["p.yaml: locations[1].name (Hall): duplicate location name 'Hall'"]
     lines = problems(SMALL.replace("name: Bulb", "name: Lamp"))
-    assert lines[0] == "p.yaml: Lamp: duplicate entity name"
+    assert lines[0] == "p.yaml: entities[1].name (Lamp): duplicate entity name 'Lamp'"
     lines = problems(SMALL.replace("name: Coin", "name: Ann").replace("carries: [Coin]", "carries: []"))
-    assert lines[0] == "p.yaml: Ann: name used by both an entity and a synth"
+    assert lines[0] == "p.yaml: synths[0].name (Ann): 'Ann' names both an entity and a synth"
     text = SMALL.replace("processes:\n", "processes:\n  - {name: Day, states: {a: {}}}\n")
-    assert problems(text)[0] == "p.yaml: Day: duplicate process name"
+    assert problems(text)[0] == "p.yaml: processes[1].name (Day): duplicate process name 'Day'"
 
 
 def test_unknown_references_are_errors():
     assert problems(SMALL.replace("location: Hall", "location: Attic")) == [
-        "p.yaml: Lamp.location: unknown location 'Attic'"
+        "p.yaml: entities[0].location (Lamp): unknown location 'Attic'"
     ]
     assert problems(SMALL.replace("adjacent: [Yard]", "adjacent: [Moon]")) == [
-        "p.yaml: Hall.adjacent: unknown location 'Moon'"
+        "p.yaml: locations[0].adjacent[0] (Hall): unknown location 'Moon'"
     ]
-    assert problems(SMALL.replace("in: Lamp", "in: Shelf")) == ["p.yaml: Bulb.in: unknown entity 'Shelf'"]
+    assert problems(SMALL.replace("in: Lamp", "in: Shelf")) == ["p.yaml: entities[1].in (Bulb): unknown entity 'Shelf'"]
     assert problems(SMALL.replace("carries: [Coin]", "carries: [Coin, Gold]")) == [
-        "p.yaml: Ann.carries: unknown entity 'Gold'"
+        "p.yaml: synths[0].carries[1] (Ann): unknown entity 'Gold'"
     ]
     assert problems(SMALL.replace("links: [Bulb]}\n      Switchable", "links: [Moth]}\n      Switchable")) == [
-        "p.yaml: Lamp.components.Repairable.links: unknown entity 'Moth'"
+        "p.yaml: entities[0].components.Repairable.links (Lamp): unknown entity 'Moth'"
     ]
     assert problems(SMALL.replace("entity: Lamp, component", "entity: Lump, component")) == [
-        "p.yaml: Day.states.dark.on_enter[0].set_component.entity: unknown entity 'Lump'"
+        "p.yaml: processes[0].states.dark.on_enter[0].set_component.entity (Day): unknown entity 'Lump'"
     ]
     assert problems(SMALL.replace("known_by: [Ann]", "known_by: [Bob]")) == [
-        "p.yaml: latent_facts[0].known_by: unknown synth 'Bob'"
+        "p.yaml: latent_facts[0].known_by[0]: unknown synth 'Bob'"
     ]
     assert problems(SMALL.replace("target: dark", "target: dusk")) == [
-        "p.yaml: Day.states.light.transitions[0].target: unknown state 'dusk'"
+        "p.yaml: processes[0].states.light.transitions[0].target (Day): unknown state 'dusk'"
     ]
 
 
@@ -264,8 +270,8 @@ def test_several_problems_one_line_each():
     text = SMALL.replace("condition: broken, ", "").replace("location: Hall", "location: Attic")
     lines = problems(text)
     assert len(lines) == 2
-    assert all(line.startswith("p.yaml: Lamp.") for line in lines)
-    assert "Repairable.condition: required property missing" in "\n".join(lines)
+    assert all(line.startswith("p.yaml: entities[0].") and "(Lamp)" in line for line in lines)
+    assert "Repairable.condition (Lamp): required property missing" in "\n".join(lines)
 
 
 def test_containment_errors():
@@ -273,17 +279,20 @@ def test_containment_errors():
     cyc = SMALL.replace("location: Hall\n    components:\n      Repairable", lamp_in_bulb)
     assert any("containment cycle" in line for line in problems(cyc))
     twice = SMALL.replace("{name: Coin,", "{name: Coin, location: Hall,")
-    assert problems(twice) == ["p.yaml: Coin: carried by 'Ann', so it takes no location or `in`"]
+    assert problems(twice) == ["p.yaml: entities[2] (Coin): carried by 'Ann', so it takes no location or `in`"]
     nowhere = SMALL.replace("carries: [Coin]", "carries: []")
-    assert problems(nowhere) == ["p.yaml: Coin: needs exactly one of `location` or `in` (or a synth that carries it)"]
+    assert problems(nowhere) == [
+        "p.yaml: entities[2] (Coin): needs exactly one of `location` or `in` (or a synth that carries it)"
+    ]
 
 
 def test_bad_senses_and_synth_fields():
     assert problems(SMALL.replace("carries: [Coin]}", "carries: [Coin], senses: [smell]}")) == [
-        "p.yaml: Ann.senses: unknown channel 'smell' (channels: visual, auditory, tactile, proprioceptive)"
+        "p.yaml: synths[0].senses[0] (Ann): input should be 'visual', 'auditory', 'tactile' or 'proprioceptive',"
+        + " got 'smell'"
     ]
     lines = problems(SMALL.replace("carries: [Coin]}", "carries: [Coin], beliefs: [{subject: x}]}"))
-    assert len(lines) == 1 and lines[0].startswith("p.yaml: Ann.beliefs[0].content: ")
+    assert len(lines) == 1 and lines[0] == "p.yaml: synths[0].beliefs[0].content (Ann): required"
 
 
 def test_yaml_syntax_error_is_one_line_with_its_line_number():

@@ -140,7 +140,7 @@ def test_command_uses_the_servers_real_flags(tmp_path: Path) -> None:
     flags = dict(zip(cmd[3::2], cmd[4::2], strict=True))
     assert flags == {
         "--model": "/m.gguf", "--model_alias": "qwen2.5-coder-1.5b-instruct", "--host": "127.0.0.1",
-        "--port": "9123", "--n_ctx": "8192", "--n_threads": "2",
+        "--port": "9123", "--n_ctx": "8192", "--n_threads": "2", "--n_threads_batch": "2",
     }  # fmt: skip
     import subprocess
 

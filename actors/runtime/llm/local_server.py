@@ -198,6 +198,7 @@ class LocalLlamaServer:
             "--port", str(self.port),
             "--n_ctx", str(self.settings.llm_context),
             "--n_threads", str(self.n_threads),
+            "--n_threads_batch", str(self.n_threads),  # reading the prompt: as many (llama.cpp: all cores)
         ]  # fmt: skip
 
     def launch(self, model: Path) -> list[str]:

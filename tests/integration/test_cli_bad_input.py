@@ -9,7 +9,7 @@ The processes are forks of one runner (RUNNER) that imported the CLI and loaded 
 once: a case's process is the CLI's `main(argv)` in a fresh copy of that interpreter, with the
 case's environment, its stderr on a file descriptor of its own, and its exit status the code
 `python -m actors.cli` would exit with. A fresh `python -m actors.cli` costs about 1 s of CPU
-in imports alone, 91 times over; a fork costs milliseconds. The real process boundary (the
+in imports alone, 95 times over; a fork costs milliseconds. The real process boundary (the
 `python -m actors.cli` entry point, its own imports, its exit code and stderr) is tested by
 REAL_PROCESS: a handful of cases, one per kind of failure, run as real subprocesses too.
 

@@ -35,7 +35,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from eventsourcing.persistence import (
     DatabaseError,
@@ -421,12 +421,12 @@ class SQLiteBatchWriter:
                     passed, failed = judge(batch, current)
                     inserted: list[tuple[Append, list[int]]] = []
                     for a in passed:
-                        positions = []
+                        positions: list[int] = []
                         for s in a.stored():
                             cur = raw.execute(
                                 self.insert, (str(s.originator_id), s.originator_version, s.topic, s.state)
                             )
-                            positions.append(cur.lastrowid)
+                            positions.append(cast(int, cur.lastrowid))  # an INSERT's rowid
                         inserted.append((a, positions))
                     raw.execute("COMMIT")
                 except BaseException:

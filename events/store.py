@@ -24,7 +24,7 @@ import contextlib
 import sqlite3
 import threading
 import time
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Generator, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
@@ -294,7 +294,7 @@ class EventStore:
         run_id: str | None = None,
         types: Iterable[str] = (),
         batch: int = 500,
-    ) -> Iterator[Recorded]:
+    ) -> Generator[Recorded, None, None]:
         """Events in global order from `from_position` (inclusive), optionally filtered."""
         topics = tuple(types)
         start = max(1, from_position)
@@ -389,7 +389,7 @@ class EventStore:
     def load_snapshot(self, stream_id: str, max_version: int | None = None) -> Snapshot | None:
         with self._available():
             if self.backend == "popo":  # in memory, kept in the order saved: an older snapshot saved
-                found = _by_version(self.snapshots.select_events(stream_id, lte=max_version))[-1:]  # late came last
+                found: Sequence[StoredEvent] = _by_version(self.snapshots.select_events(stream_id, lte=max_version))[-1:]  # late came last
             else:
                 found = self.snapshots.select_events(stream_id, lte=max_version, desc=True, limit=1)
         if not found:

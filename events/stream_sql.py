@@ -167,7 +167,7 @@ def _popo_rows(recorder: Any) -> StreamRows | None:
 
 
 def _bounded(select: str, mark: str, stream_id: str, gt: int | None, lte: int | None) -> tuple[str, list[Any]]:
-    sql, params = select, [stream_id]
+    sql, params = select, list[Any]([stream_id])
     if gt is not None:
         sql += f" AND originator_version>{mark}"
         params.append(gt)

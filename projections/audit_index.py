@@ -33,7 +33,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import datetime, timezone
 from itertools import groupby
-from typing import Any
+from typing import Any, TypeGuard
 
 import msgpack
 
@@ -127,7 +127,7 @@ class AuditProjection(Projection):
         # however the log is cut into batches. This loop and the decoding are most of
         # a rebuild's Python time, hence the inlining.
         if records and records[0].__class__ is not StoredRecord:
-            records = [_as_stored(r) for r in records]  # type: ignore[union-attr]
+            records = [_as_stored(r) for r in records]  # type: ignore[arg-type]  # all Recorded here
         fields = _decode_records(records)  # type: ignore[arg-type]
         # Per event only list comprehensions; per run of consecutive events of one run
         # and stream (a command's events, usually more), one span update.
@@ -200,8 +200,8 @@ _FIND_REQUEST = (
 
 def _llm(
     c: ViewCursor,
-    event: tuple[int, str, str, str, str],
-    p: dict[str, Any],
+    event: tuple[int, str | None, str | None, str, str],
+    p: dict[bytes, Any],
     calls: dict[int, list[Any]],
     pending: dict[tuple[Any, ...], list[int]],
 ) -> None:
@@ -240,7 +240,7 @@ def _llm(
     c.execute(_SET_RESULT, (*result, found["position"]))
 
 
-def _is_number(value: Any) -> bool:
+def _is_number(value: Any) -> TypeGuard[int | float]:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 import contextlib
 import gc
 from collections.abc import Collection, Iterator, Sequence
-from typing import Any
+from typing import Any, cast
 
 from eventsourcing.persistence import InterfaceError, OperationalError
 from eventsourcing.utils import retry
@@ -35,7 +35,8 @@ def read_stored(
     """Up to `limit` stored events after position `after` up to `head`, of `types` and
     in `streams` if given, in log order. Fewer than `limit`: there are no more."""
     if views.log_table is not None:
-        where, params = [], []
+        where: list[str] = []
+        params: list[Any] = []
         for column, values in (("topic", types), ("originator_id", streams)):
             if values:
                 where.append(f" AND {column} IN ({', '.join('?' * len(values))})")
@@ -53,7 +54,7 @@ def read_stored(
         with store._available():
             page = store.recorder.select_notifications(start, limit, stop=head, topics=tuple(types))
         found.extend(
-            StoredRecord(n.id, n.originator_id, n.originator_version, n.topic, n.state, store.request_bytes)
+            StoredRecord(n.id, cast(str, n.originator_id), n.originator_version, n.topic, n.state, store.request_bytes)
             for n in page
             if not streams or n.originator_id in streams
         )
@@ -77,7 +78,7 @@ def read_positions(store: EventStore, views: ViewStore, positions: Collection[in
         for p in wanted:
             with store._available():
                 found.extend(
-                    StoredRecord(n.id, n.originator_id, n.originator_version, n.topic, n.state, store.request_bytes)
+                    StoredRecord(n.id, cast(str, n.originator_id), n.originator_version, n.topic, n.state, store.request_bytes)
                     for n in store.recorder.select_notifications(p, 1, stop=p)
                 )
     return {r.position: r for r in found}
@@ -116,7 +117,7 @@ def _select(views: ViewStore, where: str, params: list[Any], store: EventStore) 
             try:
                 cur.execute(sql, params)
                 resolve = store.request_bytes
-                return [StoredRecord(*row, resolve) for row in cur.fetchall()]
+                return [StoredRecord(*row, resolve) for row in cur.fetchall()]  # type: ignore[call-arg]  # row: 5 columns
             finally:
                 cur.close()
 

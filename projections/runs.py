@@ -140,7 +140,8 @@ class RunsView:
         `limit` (None: all)."""
         if limit is not None and limit < 1:
             return []
-        where, params = [], []
+        where: list[str] = []
+        params: list[Any] = []
         if status is not None:
             wanted = _statuses(status)
             if not wanted:

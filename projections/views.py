@@ -198,7 +198,7 @@ class ViewStore:
                 recorder = SQLiteViewRecorder(datastore)
                 recorder.create_table()
                 return cls(recorder, "sqlite", store.url, owns_datastore=True)
-            table = store.recorder.events_table_name
+            table = store.recorder.events_table_name  # type: ignore[attr-defined]  # SQLite's and PostgreSQL's recorders
             if store.backend == "sqlite":
                 recorder = store.factory.tracking_recorder(SQLiteViewRecorder)
                 views = cls(recorder, "sqlite", store.url, owns_datastore=False)

@@ -186,7 +186,7 @@ def next_effect(state: AgentState, prompt: Callable[..., list[dict[str, str]]] |
     # stuck: make it answer with what it has, rather than spend the remaining iterations.
     # The same thought twice in a row means the model is going round: answer now too.
     last = must_answer(state)
-    grounded = {"grounded": True} if state.grounded else {}  # runs from before grounding: their prompt
+    grounded: dict[str, Any] = {"grounded": True} if state.grounded else {}  # runs from before grounding: their prompt
     first = answer_first(state)
     if first:  # runs from before rule revision 1: their prompt
         grounded["answer_first"] = True
@@ -249,7 +249,7 @@ class ReactAgent(Behaviour[AgentState]):
         model told why), or None to accept it. The plain agent accepts every answer."""
         return None
 
-    default_tools = ("search_files", "find_definition", "read_file")
+    default_tools: tuple[str, ...] = ("search_files", "find_definition", "read_file")
 
     @classmethod
     def make_start(cls, *, goal: str, root: str, tools: list[ToolSpec], **kw: Any) -> StartAgent:

@@ -365,7 +365,7 @@ def roadmap_from_reply(goal: str, content_or_parsed: str | dict[str, Any] | list
         title = next((raw[k] for k in TITLE_KEYS if isinstance(raw.get(k), str) and raw[k].strip()), None)
         if title is None:
             continue
-        acc = next((raw[k] for k in ACCEPTANCE_KEYS if k in raw), [])
+        acc: Any = next((raw[k] for k in ACCEPTANCE_KEYS if k in raw), [])
         acc_list = [acc] if isinstance(acc, str) else acc if isinstance(acc, list) else []
         criteria = [_one_line(c) for c in acc_list if isinstance(c, (str, int, float)) and str(c).strip()]
         items.append(RoadmapItem(title=_one_line(title), acceptance_criteria=criteria[:MAX_LLM_CRITERIA]))

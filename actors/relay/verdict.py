@@ -64,6 +64,7 @@ def decide_verdict(
     if not failed and not incoherent:
         return "PASSED", "PASSED: " + report, None
 
+    worst: VerifierCheck | None
     if concrete:
         worst = min(concrete, key=lambda c: (_RANK[severity_of(c)], concrete.index(c)))
         status: VerifierStatus = "FAILED"

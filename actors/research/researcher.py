@@ -95,7 +95,7 @@ class ResearchState(State):
 
 
 def _indexer_spec() -> ToolSpec:
-    cls = Registry.tool_class(INDEXER)
+    cls: Any = Registry.tool_class(INDEXER)
     return ToolSpec(name=INDEXER, signature=cls.signature(), description=cls.description,
                     topic=f"{cls.__module__}:{cls.__qualname__}")
 

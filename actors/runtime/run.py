@@ -94,10 +94,11 @@ class RunLifecycle(Behaviour[RunState]):
         if isinstance(command, Submit):
             if state.status != "new":
                 return []
+            agent: dict[str, Any] = {"agent": command.agent} if command.agent else {}
             return [
                 RunSubmitted(
                     goal=command.goal,
-                    **({"agent": command.agent} if command.agent else {}),
+                    **agent,
                     params=command.params,
                     budget=command.budget,
                     forked_from=command.forked_from,

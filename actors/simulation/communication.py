@@ -5,6 +5,8 @@ perception delivers it to hearers as `heard` (see `heard_by`)."""
 
 from __future__ import annotations
 
+from typing import Any
+
 from actors.simulation.payloads import ActuationIntent, CommunicationEvent
 from actors.simulation.perception import hearers_in, senses_of
 from actors.simulation.world import WorldView
@@ -69,5 +71,5 @@ def heard_by(events: list[Communicated], synth_id: str) -> list[CommunicationEve
 def _synth_ids(world: WorldView) -> list[str]:
     """Every synth, in the world's order. Bodies are never created or destroyed in a
     cycle, so a working copy's base world names them all."""
-    canonical = getattr(world, "base", world)
+    canonical: Any = getattr(world, "base", world)  # a World: WorldView has no `entities`
     return [e.synth_id for e in canonical.entities.values() if e.synth_id is not None]

@@ -34,7 +34,8 @@ def check_all(world: World) -> list[Violation]:
     """Every invariant over every node, plus a census: each entity listed exactly once."""
     found = _check(world, list(world.entities), list(world.locations))
     listed: dict[str, int] = {}
-    for holder in [*world.locations.values(), *world.entities.values()]:
+    holders: list[LocationNode | EntityNode] = [*world.locations.values(), *world.entities.values()]
+    for holder in holders:
         for child in holder.contained_entity_ids:
             listed[child] = listed.get(child, 0) + 1
     for entity_id in world.entities:

@@ -217,11 +217,11 @@ def plan(
             return planned
         planned.operations.append(resolved)
         planned.world_events.extend(events)
-        for e in events:  # components a patch writes must still fit the ruleset
-            if isinstance(e, ComponentChanged | EntityCreated):
-                node = working.entity(e.entity_id if isinstance(e, ComponentChanged) else e.entity["id"])
+        for ev in events:  # components a patch writes must still fit the ruleset
+            if isinstance(ev, ComponentChanged | EntityCreated):
+                node = working.entity(ev.entity_id if isinstance(ev, ComponentChanged) else ev.entity["id"])
                 for type_name, props in node.components.items():
-                    if isinstance(e, ComponentChanged) and type_name != e.component:
+                    if isinstance(ev, ComponentChanged) and type_name != ev.component:
                         continue
                     errors, _ = validate_component(ruleset, type_name, props)
                     planned.violations += [Violation("ruleset.component", f"{node.id}: {p}: {m}") for p, m in errors]
@@ -271,18 +271,18 @@ def _plan_one(d: _Draft, op: Any, n: int) -> tuple[Any, list[Event]]:
     if isinstance(op, CreateEntity):
         if (op.location is None) == (op.into is None):
             raise PatchError("give exactly one of location or into")
-        into = d.container(op.into) if op.into is not None else None
-        location = w.entity(into).location_id if into is not None else d.ref(op.location or "", "location")
+        holder = d.container(op.into) if op.into is not None else None
+        location = w.entity(holder).location_id if holder is not None else d.ref(op.location or "", "location")
         census = len(d.world.entities) + len(d.created)
         new_id = op.id or str(uuid.uuid5(PATCH_ID_NAMESPACE, f"{w.name}\x1f{op.name}\x1f{census}\x1f{n}"))
         if w.has_entity(new_id):
             raise PatchError(f"entity {new_id} exists already")
         node = EntityNode(
-            id=new_id, name=op.name, description=op.description, location_id=location, container_id=into,
+            id=new_id, name=op.name, description=op.description, location_id=location, container_id=holder,
             components={k: dict(v) for k, v in op.components.items()},
         )  # fmt: skip
         d.created[new_id] = op.name
-        resolved = op.model_copy(update={"id": new_id, "location": None if into else location, "into": into})
+        resolved = op.model_copy(update={"id": new_id, "location": None if holder else location, "into": holder})
         return resolved, [EntityCreated(entity=node.model_dump(mode="json"))]
     if isinstance(op, SetComponentProperty):
         entity = d.ref(op.entity, "entity")
@@ -354,7 +354,8 @@ def diff_worlds(
             a_node, b_node = old.get(node_id), new.get(node_id)
             a_dump = a_node.model_dump(mode="json") if a_node is not None else {}
             b_dump = b_node.model_dump(mode="json") if b_node is not None else {}
-            name = (b_node or a_node).name if (b_node or a_node) is not None else node_id
+            either = b_node or a_node
+            name = either.name if either is not None else node_id
             for key in sorted({*a_dump, *b_dump} - {"id"}):
                 if a_dump.get(key) != b_dump.get(key):
                     out.append(Change(kind=kind, id=node_id, name=name, field=key, before=a_dump.get(key), after=b_dump.get(key)))  # type: ignore[arg-type]

@@ -303,8 +303,8 @@ def _auditory(world: WorldView, scene: _Scene) -> list[Observation]:
     for exit_id in place.adjacent_ids:
         near = world.location(exit_id)
         for source, _ in _walk(world, near.contained_entity_ids):
-            sound = source.component("SoundSource")
-            if sound is not None and source.synth_id is None and float(sound.get("loudness", 1.0)) >= FAINT_LOUDNESS:
+            heard = source.component("SoundSource")
+            if heard is not None and source.synth_id is None and float(heard.get("loudness", 1.0)) >= FAINT_LOUDNESS:
                 text = f"From {near.name}, faintly: {sound.get('sound', 'a sound')}."
                 obs.append(_obs("auditory", text, source.id, float(sound.get("loudness", 1.0)) / 2))
     weather = world.environment.get("weather")

@@ -45,7 +45,7 @@ class Ruleset(BaseModel):
     name: str
     schemas: dict[str, ComponentSchema]
 
-    def schema(self, type_name: str) -> ComponentSchema | None:
+    def schema(self, type_name: str) -> ComponentSchema | None:  # type: ignore[override]  # not BaseModel.schema()
         return self.schemas.get(type_name)
 
     def affordances(self, components: dict[str, Any]) -> list[str]:

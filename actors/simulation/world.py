@@ -281,7 +281,7 @@ def apply(world: WorldView, event: Event) -> None:
         holder = node.container_id
         if holder is not None and not world.has_entity(holder):
             raise WorldError(f"no entity {holder}")
-        unplaced = {"container_id": None, "carried_by_synth_id": None, "contained_entity_ids": []}
+        unplaced: dict[str, Any] = {"container_id": None, "carried_by_synth_id": None, "contained_entity_ids": []}
         world.add_entity(node.model_copy(update=unplaced))
         world.edit_location(node.location_id).contained_entity_ids.append(node.id)
         if holder is not None:  # then into its container, as EntityContained puts it

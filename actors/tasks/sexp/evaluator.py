@@ -26,7 +26,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, cast
 
 from actors.tasks.result import SubtaskRequest, TaskResult, failed, from_error
 from actors.tasks.sexp.environment import (
@@ -39,6 +39,7 @@ from actors.tasks.sexp.environment import (
 from actors.tasks.sexp.errors import SexpError
 from actors.tasks.sexp.forms import SPECIAL_FORMS
 from actors.tasks.sexp.parser import (
+    Form,
     Keyword,
     ParseError,
     Symbol,
@@ -160,8 +161,8 @@ class SexpEvaluator:
     def evaluate_string(self, text: str, params: dict[str, Any] | None = None) -> Any:
         forms = parse_program(text)
         params = dict(params or {})
-        for name, value in params.items():
-            self.checked(value, None, f"parameter {name}")
+        for name, given in params.items():
+            self.checked(given, None, f"parameter {name}")
         env = self.globals.extend(params)
         value: Any = None
         for form in forms:
@@ -205,7 +206,7 @@ class SexpEvaluator:
         if isinstance(head, Symbol):
             special = SPECIAL_FORMS.get(head.name)
             if special is not None:
-                return special(self, expr, env, depth)
+                return special(self, cast(Form, expr), env, depth)
             if not env.defines(head.name):
                 if self.world.has_task(head.name) or self.world.has_tool(head.name):
                     return self.invoke(head.name, expr, expr[1:], env, depth)
@@ -229,7 +230,7 @@ class SexpEvaluator:
         raise SexpError("not_callable", f"{kind(fn)} {show(fn)} cannot be called", at)
 
     def _call_primitive(self, fn: Primitive, args: list[Any], at: Any) -> Any:
-        positional, keywords = args, {}
+        positional, keywords = args, dict[str, Any]()
         if fn.keywords is not None:
             positional, keywords = split_keywords(args, at, fn.name)
             unknown = sorted(set(keywords) - fn.keywords)

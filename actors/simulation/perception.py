@@ -305,8 +305,8 @@ def _auditory(world: WorldView, scene: _Scene) -> list[Observation]:
         for source, _ in _walk(world, near.contained_entity_ids):
             heard = source.component("SoundSource")
             if heard is not None and source.synth_id is None and float(heard.get("loudness", 1.0)) >= FAINT_LOUDNESS:
-                text = f"From {near.name}, faintly: {sound.get('sound', 'a sound')}."
-                obs.append(_obs("auditory", text, source.id, float(sound.get("loudness", 1.0)) / 2))
+                text = f"From {near.name}, faintly: {heard.get('sound', 'a sound')}."
+                obs.append(_obs("auditory", text, source.id, float(heard.get("loudness", 1.0)) / 2))
     weather = world.environment.get("weather")
     if weather:
         text = (f"Muffled by the walls, you hear the weather outside: {weather}." if place.properties.get("indoor")

@@ -1,11 +1,14 @@
-"""A two-item relay end to end on the embedded defaults: a SQLite file, a git workspace, the
-real verifier (ruff and pytest in the sandbox) and the real llama.cpp server with
-Qwen2.5-Coder-1.5B. At most two builder turns per item (a few minutes on 2 cores). The run
+"""A one-item relay end to end on the embedded defaults, kept to one builder turn: a SQLite
+file, a git workspace, the real verifier (ruff and pytest in the sandbox) and the real
+llama.cpp server with Qwen2.5-Coder-1.5B (the builder's call and the verifier's). The run
 then replays with no model and no checks run, and the workspace's git tree is the fold of
-its log. What the model achieves is not asserted here (the 1.5B model writes the module and
-mostly skips the test file the criteria name, so its items escalate); that is measured on
-HumanEval by `chorus eval relay` (BENCHMARKS.md). A recorded run of this kind is kept as the fixture
-`tests/fixtures/runs/local_model_relay_two_items.jsonl`, which CI replays."""
+its log. What the model achieves is not asserted here; that is measured on HumanEval by
+`chorus eval relay` (BENCHMARKS.md).
+
+What a longer relay on this model does (two items, a retry each, escalations, batons and
+verdicts paired with the builder's calls, the tree the fold of the log) is asserted on the
+recorded run `tests/fixtures/runs/local_model_relay_two_items.jsonl` by
+tests/integration/test_recorded_local_runs.py, which CI replays."""
 
 from __future__ import annotations
 
@@ -19,8 +22,8 @@ from actors.relay.scheduler import SchedulerBehaviour
 from actors.runtime.replay import replay_run
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell
-from events.effects import LlmCompleted
-from events.relay import BatonPassed, EscalationRaised, TurnVerified, WorkspaceChanged
+from events.effects import LlmCompleted, LlmFailed
+from events.relay import BatonPassed, EscalationRaised, TurnVerified
 
 pytestmark = [pytest.mark.llm]
 
@@ -31,15 +34,10 @@ items:
     acceptance:
       - slugify("Hello, World!") == "hello-world"
       - test_text_tools.py has a pytest test of slugify
-  - title: Add word_count(text) to text_tools.py
-    details: The number of words separated by whitespace. Keep slugify as it is.
-    acceptance:
-      - word_count("a b  c") == 3 and word_count("") == 0
-      - test_text_tools.py also tests word_count
 """
 
 
-def test_a_two_item_relay_on_the_local_model_replays_and_its_tree_is_its_log(tmp_path):
+def test_one_relay_turn_on_the_local_model_replays_and_its_tree_is_its_log(tmp_path):
     (tmp_path / "ws").mkdir()
     (tmp_path / "roadmap.yaml").write_text(ROADMAP)
     settings = Settings.from_env(store_url=f"sqlite:///{tmp_path / 'chorus.db'}")
@@ -49,8 +47,8 @@ def test_a_two_item_relay_on_the_local_model_replays_and_its_tree_is_its_log(tmp
             agent="relay",
             workspace=str(tmp_path / "ws"),
             roadmap=str(tmp_path / "roadmap.yaml"),
-            max_retries=1,
-            llm_params={"temperature": 0.0, "seed": 0},
+            max_retries=0,
+            llm_params={"temperature": 0.0, "seed": 0, "max_tokens": 160},
         )
         result = handle.wait(timeout=1500)
         run_id = handle.run_id
@@ -60,19 +58,15 @@ def test_a_two_item_relay_on_the_local_model_replays_and_its_tree_is_its_log(tmp
         checks = [e for e in chorus.store.read_stream(verifier_stream(run_id)) if type(e).__name__ == "ToolReturned"]
         report = replay_run(chorus.store, run_id)
     assert result.status == "completed", result
-    assert state.status == "done" and state.passed + state.escalated == 2
+    assert state.status == "done" and state.passed + state.escalated == 1
     batons = [e for e in events if isinstance(e, BatonPassed)]
-    verdicts = [e for e in events if isinstance(e, TurnVerified)]
-    assert 2 <= len(batons) <= 4 and len(verdicts) == len(batons) == len(builder_calls)
-    assert len(checks) >= 2 * len(verdicts)  # ruff and pytest ran on every turn
-    # the model wrote the module the roadmap names (a reply with no file edits changes nothing)
-    written = [c["content"] for e in events if isinstance(e, WorkspaceChanged) for c in e.changes]
-    assert any("def slugify" in (text or "") for text in written)
-    # an item the verifier never passed is escalated to a human, with the run going on
+    [verdict] = [e for e in events if isinstance(e, TurnVerified)]
+    assert len(batons) == len(builder_calls) == 1  # one turn: no retry
+    assert len(checks) >= 2  # ruff and pytest ran on the turn
     escalations = [e for e in events if isinstance(e, EscalationRaised)]
-    assert len(escalations) == state.escalated and state.item_status.count("passed") == state.passed
+    assert len(escalations) == state.escalated == (verdict.status != "PASSED")
     assert workspace_snapshot(tmp_path / "ws") == state.files  # the git working tree mirrors the log
-    if verdicts[-1].status == "PASSED":  # and the last checkpoint's commit holds it
+    if verdict.status == "PASSED":  # and the checkpoint's commit holds it
         assert GitWorkspace(tmp_path / "ws").tree_files() == state.files
     assert report.ok, report.divergence and report.divergence.describe()
-    assert report.llm_calls >= len(batons)
+    assert report.llm_calls == len([e for e in events if isinstance(e, (LlmCompleted, LlmFailed))])

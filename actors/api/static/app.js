@@ -659,12 +659,13 @@
     }
 
     let edit = null; // a fork with an edit: its CompletionEdited or PromptEdited event
+    let forkAt = null; // a fork's origin position, from its AgentForked / FunctionForked
     function showFacts() {
       clear(facts);
       if (!run) return;
       const row = (k, v) => [h("dt", { text: k }), h("dd", {}, v)];
-      const at = run.forked_from ? String(run.forked_from).slice(originOf(run.forked_from).length + 1) : "";
-      const fork = run.forked_from ? h("a", { id: "forked-from", href: "#/run/" + encodeURIComponent(originOf(run.forked_from)) + (at ? "?at=" + encodeURIComponent(at) : ""), text: run.forked_from }) : null;
+      // an agent's or a function's fork names the origin's position in its mark: open that event
+      const fork = run.forked_from ? h("a", { id: "forked-from", href: "#/run/" + encodeURIComponent(originOf(run.forked_from)) + (forkAt !== null ? "?at=" + forkAt : ""), text: run.forked_from }) : null;
       append(facts, [
         row("Kind", kindOf(run)),
         row("Status", [h("span", { id: "run-status", class: "status " + String(run.status || ""), text: run.status || "—" }),
@@ -707,6 +708,10 @@
       last = Math.max(last, e.position);
       place(e, events.length + 1);
       if ((e.type === "CompletionEdited" || e.type === "PromptEdited") && !edit) { edit = Object.assign({ type: e.type }, dataOf(e)); showFacts(); }
+      if ((e.type === "AgentForked" || e.type === "FunctionForked") && forkAt === null && Number.isInteger(dataOf(e).origin_position)) {
+        forkAt = dataOf(e).origin_position;
+        showFacts();
+      }
       if (run && e.stream_id === "run:" + runId) {
         const s = { RunCompleted: "completed", RunFailed: "failed", RunStarted: "running", RunWaiting: "waiting" }[e.type];
         // the run as the API reported it stands while its history loads: an ended run does

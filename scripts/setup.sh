@@ -21,24 +21,26 @@ fi
 
 installed() { "$PY" -c "import importlib.metadata as m, sys; sys.exit(0 if m.version('$1').startswith('$2') else 1)" 2>/dev/null; }
 
-# torch first and pinned: 2.13.0 is a CPU build here; an unpinned torch pulls gigabytes of CUDA.
-if ! installed torch 2.13.0; then
-  say "installing torch==2.13.0 (CPU)"
-  "$PY" -m pip install torch==2.13.0
+# Every install goes through constraints.txt, as a plain `pip install` does in docs/getting-started.md:
+# it pins torch to its CPU build (an unpinned torch pulls gigabytes of CUDA wheels). torch first.
+TORCH="$(sed -n 's/^torch==//p' constraints.txt)"
+if ! installed torch "$TORCH"; then
+  say "installing torch==$TORCH (CPU)"
+  "$PY" -m pip install -c constraints.txt torch
 fi
 
 # Chorus itself, editable, with the local LLM server, the test tools and Ray Serve. Skipped when the
 # dependency list has not changed since the last successful install.
 STAMP="$VENV/.chorus-deps"
 EXTRAS="local,test,serve,docs"
-WANT="$(cat pyproject.toml - <<< "$EXTRAS" | sha256sum | cut -d' ' -f1)"  # the extras too: a new one reinstalls
+WANT="$(cat pyproject.toml constraints.txt - <<< "$EXTRAS" | sha256sum | cut -d' ' -f1)"  # the extras too: a new one reinstalls
 if [ "$(cat "$STAMP" 2>/dev/null)" != "$WANT" ] || ! installed chorus "" || ! installed llama-cpp-python ""; then
   if ! installed llama-cpp-python ""; then
     say "installing Chorus; this builds llama.cpp from source (about 7 minutes on 2 cores)"
   else
     say "installing Chorus"
   fi
-  "$PY" -m pip install -e ".[$EXTRAS]"  # serve: the tests check deploy/serve-api.yaml with Ray Serve's schema
+  "$PY" -m pip install -c constraints.txt -e ".[$EXTRAS]"  # serve: the tests check deploy/serve-api.yaml with Ray Serve's schema
   echo "$WANT" > "$STAMP"
 fi
 

@@ -284,6 +284,14 @@ def describe_agent(e: Event, brief: bool = False) -> str | None:
         return f"[{d.iteration}] answered" + (f": {short(d.answer)}" if brief else "")
     if t == "AgentFailed":
         return f"! {t}: {d.error.line()}"
+    if t == "AgentForked":
+        return f"forked from {d.origin_run}@{d.origin_position}" + (f", model {d.model}" if d.model else "")
+    if t == "CompletionEdited":
+        return f"LLM call {d.call_index}'s completion edited by {d.edited_by}: {short(d.edited)}"
+    if t == "PromptEdited":
+        changed = [m for i, m in enumerate(d.edited) if i >= len(d.original) or d.original[i] != m]
+        what = f"{changed[0].get('role')}: {short(str(changed[0].get('content')))}" if changed else "messages removed"
+        return f"LLM call {d.call_index}'s prompt edited by {d.edited_by}, sent live ({what})"
     return None
 
 

@@ -212,6 +212,9 @@ def test_a_fork_with_an_edited_prompt_sends_it_live_records_who_and_replays_exac
     assert _events(store, "ra", "StepDecided")[0].action == "search_files"
     # the calls after it are the agent's own prompts again
     assert "Step 2 of 10" in _events(store, "fp", "LlmRequested")[1].messages[-1]["content"]
+    labels = {l["position"]: l["label"] for l in http.get("/v1/runs/fp/labels", headers=BEARER["read"]).json()["labels"]}
+    at = next(r.position for r in store.read_all(run_id="fp") if r.event.type_name == "PromptEdited")
+    assert labels[at].startswith("LLM call 1's prompt edited by ana, sent live (user: Goal: What is the marker? It is in notes.txt.")
     report = replay_run(store, "fp")
     assert report.ok, report.divergence and report.divergence.describe()
     assert report.llm_calls == len(_events(store, "fp", "LlmCompleted"))  # each served from the log: no live call
@@ -233,6 +236,9 @@ def test_a_forks_replay_counts_only_its_own_calls_and_time(http):
     mark = next(i for i, e in enumerate(agent) if e.type_name == "AgentForked")
     own = agent[mark + 1 :]
     assert any(e.type_name == "LlmCompleted" for e in agent[:mark])  # call 1 was copied
+    labels = {l["position"]: l["label"] for l in http.get("/v1/runs/fc/labels", headers=BEARER["read"]).json()["labels"]}
+    edited = next(r.position for r in store.read_all(run_id="fc") if r.event.type_name == "CompletionEdited")
+    assert labels[edited].startswith("LLM call 2's completion edited by bo: {")
     report = replay_run(store, "fc")
     assert report.ok, report.divergence and report.divergence.describe()
     assert report.llm_calls == sum(e.type_name == "LlmCompleted" for e in own) == 1  # the edited call 2 only

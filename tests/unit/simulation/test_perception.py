@@ -177,3 +177,19 @@ def test_default_policy_is_a_no_op_and_low_light_blurs_only_vision():
     assert blurred.surface == plain.surface
     bright = keeper_world(ambient_light=0.9)
     assert bundle(bright, "ann", policy=LowLightAmbiguityPolicy()) == bundle(bright, "ann")
+
+
+def test_a_loud_sound_next_door_is_heard_faintly_as_itself():
+    """Through an exit comes the neighbouring source's own sound, not one heard in the room."""
+    world = (
+        WorldBuilder()
+        .place("lamp_room")
+        .place("stairs", near=("lamp_room",))
+        .thing("bell", "lamp_room", name="Bell", SoundSource={"sound": "a bell tolling", "loudness": 0.8})
+        .thing("kettle", "stairs", name="Kettle", SoundSource={"sound": "a kettle whistling", "loudness": 0.3})
+        .synth("ann", "stairs", name="Ann")
+        .build()
+    )
+    heard = texts(bundle(world, "ann"), "auditory")
+    assert "From Lamp_Room, faintly: a bell tolling." in heard
+    assert "You hear a kettle whistling (Kettle)." in heard

@@ -930,6 +930,10 @@
           h("h4", { text: "Result" }), ret ? h("pre", { class: "text", text: dataOf(ret).output || errorLine(dataOf(ret).error) }) : h("p", { class: "muted", text: "no result yet" }),
         ]);
       }
+      if (e.type === "PromptEdited") {
+        append(detail, [h("h4", { text: `The edit of LLM call #${d.call_index}'s prompt, by ${d.edited_by} (what the model had been sent → what it was sent live)` }),
+          h("div", { id: "prompt-edit" }, messageRows(messageDiff(d.original, d.edited), false))]);
+      }
       detail.appendChild(forkForm(e));
       const stateBox = h("div", { id: "state" }, h("p", { class: "muted", text: "Loading the actor's state…" }));
       append(detail, [h("h4", {}, "State of ", h("code", { text: e.stream_id }), ` at version ${e.version}`), stateBox]);

@@ -285,6 +285,9 @@ def test_fork_with_an_edited_prompt_asks_the_model_live_says_so_and_replays_iden
     own = sum(1 for e in events if e.type_name == "LlmCompleted")
     assert f"{own} LLM calls" in text  # the fork's own calls, all served from the log
     shot(page, "10-edited-prompt-fork")
+    page.locator("#timeline .ev[data-type='PromptEdited']").click()
+    changed = page.locator("#prompt-edit li.msg.changed")
+    assert changed.count() == 1 and "It is in notes.txt" in changed.inner_text() and "Step 1 of" in changed.inner_text()
 
     page.locator("#compare-origin").click()
     page.locator("#aligned tr.parting").wait_for()

@@ -395,6 +395,7 @@
     switch (e.type) {
       case "RunSubmitted": return ["goal: " + short(d.goal, 80), "run"];
       case "RunStarted": return ["lead: " + (d.lead_stream || ""), "run"];
+      case "RunWaiting": return [d.waiting_for === "sleep" ? "waiting on a timer" + (d.until ? " until " + when(d.until) : "") : `waiting for the signal “${d.waiting_for}”`, "run"];
       case "RunCompleted": return ["completed: " + short(d.result, 80), "run done"];
       case "RunFailed": return ["failed: " + short(errorLine(d.error), 100), "error"];
       case "BudgetExceeded": return ["budget exceeded: " + short(errorLine(d.error), 100), "error"];

@@ -312,7 +312,7 @@ def test_signal_a_waiting_run_then_resume_and_cancel_another(debugged, page):
     open_run(page, d, signalled, OPERATE)
     # its own page says it waits, and for what, once its history has loaded (it said "running")
     page.wait_for_function("document.querySelector('#run-status').textContent === 'waiting'")
-    page.locator("#timeline .ev[data-type='RunWaiting']").wait_for()
+    page.locator("#timeline .ev[data-type='RunWaiting']").filter(has_text="waiting for the signal “approval”").wait_for()
     assert page.locator("#run-status").inner_text() == "waiting"
     assert "approval" in page.locator("#run-waiting").inner_text()
     assert page.locator("#signal-name").input_value() == "approval"

@@ -721,6 +721,7 @@
           run.status = s;
           if (s === "waiting") { run.waiting_for = dataOf(e).waiting_for || null; run.wake_at = dataOf(e).until || null; }
           else { run.waiting_for = null; run.wake_at = null; }
+          if (TERMINAL.has(s) && e.timestamp) run.ended_at = e.timestamp;
           showFacts();
           if (TERMINAL.has(s)) {
             loadUsage();

@@ -324,6 +324,7 @@ def test_signal_a_waiting_run_then_resume_and_cancel_another(debugged, page):
     assert _ended(d.env, signalled) == "completed"
     assert d.env.client.run_state(signalled).result == "ship it: approved with {'by': 'the night shift'}"
     page.wait_for_function("document.querySelector('#run-status').textContent === 'completed'")
+    assert "Ended" in page.locator("#run-head .facts").inner_text()  # from its RunCompleted, live
     shot(page, "07-signalled")
 
     page.goto(d.url + f"#/run/{cancelled}")

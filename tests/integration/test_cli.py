@@ -170,3 +170,30 @@ def test_bad_run_arguments_are_one_line_and_write_nothing(env, tmp_path, args, m
     out = chorus(*args, "--root", str(tmp_path), env=env)
     assert (out.returncode, out.stderr.strip()) == (2, message)
     assert positions(env["CHORUS_STORE_URL"]) == 0
+
+
+def test_fork_with_an_edit_refuses_bad_input_in_one_line_and_writes_nothing(env, tmp_path):
+    """`chorus fork --completion FILE | --prompt FILE` (actors.agent.fork_edit): what it refuses
+    before anything runs (a valid edit continues live: tests/integration/api/ make them)."""
+    env = {**env, "CHORUS_LLM_BASE_URL": "http://127.0.0.1:9/v1"}  # had it got that far: no model, one line
+    record_run(env["CHORUS_STORE_URL"], tmp_path)
+    with EventStore(env["CHORUS_STORE_URL"]) as store:
+        records = list(store.read_all(run_id="abc123"))
+    call = next(r for r in records if r.event.type_name == "LlmRequested")
+    step = next(r.position for r in records if r.event.type_name == "StepDecided")
+    own = tmp_path / "own.json"
+    own.write_text(json.dumps(call.event.messages))  # a JSON list of messages: the call's own prompt
+    text = tmp_path / "text.txt"
+    text.write_text("Step 2 of 10.")
+    before = positions(env["CHORUS_STORE_URL"])
+    for args, message in (
+        (("--prompt", str(own)), "the edited prompt is the call's own prompt"),
+        (("--prompt", str(text), "--at", str(step)), f"position {step} is not an LLM call of run abc123's agent"),
+        (("--completion", str(text), "--prompt", str(own)), "not allowed with argument"),
+        (("--prompt", str(tmp_path / "missing.json")), "No such file or directory"),
+    ):
+        at = () if "--at" in args else ("--at", str(call.position))
+        out = chorus("fork", "abc123", *at, *args, env=env)
+        assert out.returncode == 2, (args, out.stderr)
+        assert len(out.stderr.strip().splitlines()) == 1 and message in out.stderr, (args, out.stderr)
+    assert positions(env["CHORUS_STORE_URL"]) == before

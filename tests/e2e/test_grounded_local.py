@@ -1,11 +1,14 @@
-"""The grounded agent on the local model (Qwen2.5-Coder-1.5B), one question of each harder kind
-(a value read from code, a base class, a message text) over a small package written here,
-which the model has never seen. Slow: every step is a real completion on the CPU.
+"""The grounded agent on the local model (Qwen2.5-Coder-1.5B), kept to one real call: a
+base-class question over a small package written here, which the model has never seen, with
+one iteration, so the model must answer at once. Then the run replays with no model.
 
 What must hold, whatever the model does: no confident wrong answer (an answer is right, or it
-says "Not found in the code"), and every answer that is not "not found" ends with the evidence
-line the agent checked. One run of this test is kept as the fixture
-tests/fixtures/runs/local_model_grounded_base_class_question.jsonl (a base-class question: two refused answers, the definitions read by the verify step, then the right answer), replayed in CI."""
+says "Not found in the code", or the verify step refuses it and the run fails on its
+iteration limit), and every answer that is not "not found" ends with the evidence line the
+agent checked. The longer path (two refused answers, the definitions read by the verify step,
+then the right answer) is asserted on the recorded run
+tests/fixtures/runs/local_model_grounded_base_class_question.jsonl by
+tests/integration/test_recorded_local_runs.py, which CI replays."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ import pytest
 
 from actors import Client
 from actors.agent.policy import unwrap_answer
+from actors.runtime.replay import replay_run
 from actors.runtime.settings import Settings
 from tests.support.ray_env import worker_path
 
@@ -50,34 +54,31 @@ FILES = {
         "    max_parcels = 80\n"
     ),
 }
-QUESTIONS = [
-    ("What is the default capacity of DispatchQueue?", "24"),
-    ("Which class does QueueFullError subclass?", "DispatchError"),
-    ("What message does DispatchQueue.put raise when the queue is full?", "slots are taken"),
-]
+QUESTION, EXPECT = "Which class does QueueFullError subclass?", "DispatchError"
 
 
-def test_hard_questions_are_answered_from_quoted_lines_or_honestly_not_found(tmp_path: Path) -> None:
+def test_a_question_is_answered_from_a_quoted_line_or_honestly_not(tmp_path: Path) -> None:
     worker_path()
     root = tmp_path / "repo"
     for rel, text in FILES.items():
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     settings = Settings.from_env(store_url=f"sqlite:///{tmp_path / 'chorus.db'}")
-    verdicts = []
     with Client(settings=settings) as chorus:
-        for question, expect in QUESTIONS:
-            run = chorus.submit(question, root=root, max_iterations=6)
-            result = run.wait(timeout=1500)
-            assert result.ok, result.error
-            answer = unwrap_answer(result.answer)
-            events = [r.event for r in chorus.events(run.run_id)]
-            started = next(e for e in events if e.type_name == "AgentStarted")
-            assert started.grounded and "find_definition" in [t.name for t in started.tools]
-            if answer.startswith("Not found"):
-                verdicts.append("not found")
-                continue
+        run = chorus.submit(QUESTION, root=root, max_iterations=1, llm_params={"temperature": 0.0, "max_tokens": 96})
+        result = run.wait(timeout=1500)
+        events = [r.event for r in chorus.events(run.run_id)]
+        report = replay_run(chorus.store, run.run_id)
+    started = next(e for e in events if e.type_name == "AgentStarted")
+    assert started.grounded and "find_definition" in [t.name for t in started.tools]
+    calls = [e for e in events if e.type_name in ("LlmCompleted", "LlmFailed")]
+    assert len(calls) == 1
+    if result.ok:
+        answer = unwrap_answer(result.answer)
+        if not answer.startswith("Not found"):
             assert "\n\nEvidence: shipping/" in answer, answer  # the line the agent checked
-            verdicts.append("right" if expect.lower() in answer.lower() else "wrong")
-            assert verdicts[-1] == "right", f"confident wrong answer to {question!r}: {answer}"
-    assert "right" in verdicts, verdicts
+            assert EXPECT in answer, f"confident wrong answer: {answer}"
+    else:  # the verify step refused the answer, and one iteration was all there was
+        assert result.error.type == "iteration_limit", result.error
+        assert any(e.type_name == "StepRejected" for e in events)
+    assert report.ok and report.llm_calls == 1, report.divergence and report.divergence.describe()

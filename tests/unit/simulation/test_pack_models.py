@@ -4,7 +4,6 @@ what is wrong, never another exception; the YAML itself is bounded."""
 
 from __future__ import annotations
 
-import time
 
 import pytest
 import yaml
@@ -181,15 +180,14 @@ def test_deep_nesting_is_refused_while_reading():
     assert next(iter(pack.world.processes.values())).state == ".".join(["a"] * 15 + ["z"])
 
 
-def test_huge_packs_are_bounded_and_a_big_valid_one_loads_quickly():
+def test_huge_packs_are_bounded_and_a_big_valid_one_loads():
     assert "larger than" in first("name: x\n#" + "y" * MAX_PACK_BYTES)
     n = 2000  # every location beside the one before it (YAML parsing is most of the time)
     rows = "".join(f"  - {{name: L{i}, adjacent: [L{i - 1 if i else 1}]}}\n" for i in range(n))
     text = f"name: big\nlocations:\n{rows}synths:\n  - {{name: A, location: L0}}\n"
     assert len(text) < MAX_PACK_BYTES
-    started = time.monotonic()
-    pack = compile_pack(text, "big.yaml")
-    assert len(pack.world.locations) == n and time.monotonic() - started < 30
+    pack = compile_pack(text, "big.yaml")  # how long it takes is a benchmark's business, not a test's
+    assert len(pack.world.locations) == n
     many = text.replace("adjacent: [L", "adjacent: [M")  # a problem in every item: still one line
     line, lines = refused(many)
     assert len(lines) >= n - 1 and line.endswith(f"(and {len(lines) - 1} more)")

@@ -391,7 +391,9 @@ def test_a_busy_shared_server_is_used_by_its_note_without_waiting(tmp_path: Path
         s.bind(("127.0.0.1", settings.llm_port))
         s.listen()
         local_server.pid_file(settings).parent.mkdir(parents=True, exist_ok=True)
-        note = {"pid": os.getpid(), "port": settings.llm_port, "model": settings.llm_model}
+        # a process that is a server's wrapper: the note's pid
+        wrapper = subprocess.Popen([sys.executable, "-m", "actors.runtime.llm.child", "0", "-c", "import time; time.sleep(60)"])
+        note = {"pid": wrapper.pid, "port": settings.llm_port, "model": settings.llm_model}
         try:
             local_server.pid_file(settings).write_text(json.dumps(note))
             server = LocalLlamaServer(settings).start()
@@ -399,8 +401,13 @@ def test_a_busy_shared_server_is_used_by_its_note_without_waiting(tmp_path: Path
             local_server.pid_file(settings).write_text(json.dumps({**note, "model": "llama-3-70b"}))
             with pytest.raises(LocalServerError, match="another model"):
                 LocalLlamaServer(settings).start()
+            # a note whose pid now belongs to some other process is not believed
+            local_server.pid_file(settings).write_text(json.dumps({**note, "pid": os.getpid()}))
+            assert local_server.noted_server(settings) is None
         finally:
             local_server.pid_file(settings).unlink(missing_ok=True)
+            wrapper.kill()
+            wrapper.wait()
 
 
 def test_the_note_is_one_per_machine_whatever_the_data_folder(tmp_path: Path) -> None:

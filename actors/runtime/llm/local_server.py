@@ -104,7 +104,15 @@ def noted_server(settings: Any) -> dict[str, Any] | None:
         pid = int(note["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return note if _alive(pid) else None
+    return note if _alive(pid) and _runs_a_server(pid) else None
+
+
+def _runs_a_server(pid: int) -> bool:
+    """Whether `pid` is a server's wrapper, not a process that got a noted pid again."""
+    try:
+        return b"actors.runtime.llm.child" in Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return not Path("/proc/self").exists()  # no /proc: trust the pid
 
 
 _ADOPTED: set[int] = set()  # ports whose adoption was said on stderr (once per process)

@@ -57,7 +57,7 @@ class Settings(BaseModel):
     # The embedded server is shared by every process and stops after this long with no
     # request (CHORUS_LLM_IDLE_S); 0: each process's own server, stopped with it.
     llm_idle_s: float = 600.0
-    llm_threads: int = 0  # CHORUS_LLM_THREADS: the local server's threads; 0: one per core
+    llm_threads: int = 0  # CHORUS_LLM_THREADS: the local server's threads; 0: half the cores
     llm_context: int = 8192
     gguf_path: Path | None = None  # a user's own GGUF instead of the assembled default
     # Where the default model is assembled: shared by every data directory (CHORUS_MODEL_DIR,

@@ -172,7 +172,9 @@ class LocalLlamaServer:
     ) -> None:
         self.settings = settings
         self.port = int(settings.llm_port)
-        self.n_threads = n_threads or int(getattr(settings, "llm_threads", 0) or 0) or os.cpu_count() or 2
+        # Half the cores by default: on a busy machine one thread fewer keeps generation fast
+        # (docs/decisions/0011-llm-threads.md).
+        self.n_threads = n_threads or int(getattr(settings, "llm_threads", 0) or 0) or max(1, (os.cpu_count() or 2) // 2)
         self.start_timeout_s = start_timeout_s
         self.log_path = Path(settings.data_dir) / "logs" / "llama-server.log"
         self.reused = False

@@ -11,6 +11,8 @@ redacted below admin); what `submit` takes goes through `check_submission`
 from __future__ import annotations
 
 import itertools
+import re
+from datetime import UTC, datetime
 from typing import Literal
 
 from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request
@@ -31,6 +33,8 @@ from actors.api.schemas import (
     ForkIn,
     JsonBytes,
     LlmLog,
+    OpenCall,
+    OpenCalls,
     ReplayOut,
     RunDetail,
     RunOutcome,
@@ -44,11 +48,13 @@ from actors.api.schemas import (
 from actors.api.services import REQUESTED_BY, Services, acting_as, services
 from actors.api.visibility import View
 from actors.runtime.client import DEFAULT_LLM_PARAMS, RunResult, new_run_id
+from actors.runtime.llm.call_progress import notes_dir, read_note
 from actors.runtime.registry import Registry
 from actors.runtime.replay import diff_runs, replay_run, state_at
 from actors.runtime.replay.report import Divergence
 from actors.runtime.replay.state import UnknownStream
 from events.base import Event
+from events.effects import LlmRequested
 from projections.audit_query import AuditTrail
 from projections.runs import STATUSES, RunsView
 
@@ -215,6 +221,16 @@ def build_router() -> APIRouter:
         )
 
     @router.get(
+        "/runs/{run_id}/llm/open", response_model=OpenCalls, responses=RUN_ERRORS,
+        summary="The run's LLM calls still open, with the tokens streamed so far (as `chorus run` prints them)",
+    )  # fmt: skip
+    def llm_open(run_id: str = RunId, _: Principal = read, s: Services = Depends(services)) -> OpenCalls:
+        state = s.client.run_state(run_id)
+        if state.status in ("completed", "failed"):
+            return OpenCalls(run_id=run_id, calls=[])
+        return OpenCalls(run_id=run_id, calls=_open_calls(s, run_id))
+
+    @router.get(
         "/runs/{run_id}/state", response_model=StateOut, responses=RUN_ERRORS,
         summary="An actor's state at a version (as `chorus state --at` shows it)",
     )  # fmt: skip
@@ -261,6 +277,36 @@ def _live(s: Services) -> LiveLog:
         if s.live is None:
             s.live = LiveLog(s.store, sse_frame)
         return s.live
+
+
+_HASH = re.compile(r"^[0-9a-f]{8,128}$")
+OPEN_CALLS_MAX = 50  # a run has a few calls open at once; more is not shown
+
+
+def _open_calls(s: Services, run_id: str) -> list[OpenCall]:
+    """The run's calls the log shows asked and not answered, each with the provider's progress
+    note (actors.runtime.llm.call_progress) when one is on this machine. The note's name is the
+    request's hash from the log, and only a hash that looks like one is read."""
+    asked: dict[str, tuple[int, LlmRequested]] = {}
+    for rec in s.store.read_all(run_id=run_id, types=("LlmRequested", "LlmCompleted", "LlmFailed")):
+        e = rec.event
+        if isinstance(e, LlmRequested):
+            asked[e.request_hash] = (rec.position, e)
+        else:
+            asked.pop(getattr(e, "request_hash", ""), None)
+    folder, now = notes_dir(s.settings.data_dir), datetime.now(UTC)
+    calls = []
+    for request_hash, (position, asked_event) in list(asked.items())[-OPEN_CALLS_MAX:]:
+        note = (read_note(folder, request_hash) if _HASH.match(request_hash) else None) or {}
+        tokens, elapsed = note.get("tokens"), note.get("elapsed_s")
+        if not isinstance(elapsed, int | float):  # no note: the time since the call was asked
+            at = asked_event.timestamp
+            elapsed = max(0.0, (now - (at if at.tzinfo else at.replace(tzinfo=UTC))).total_seconds())
+        calls.append(OpenCall(
+            stream_id=asked_event.stream_id, call_index=asked_event.call_index, position=position,
+            tokens=tokens if isinstance(tokens, int) else None, elapsed_s=round(float(elapsed), 1),
+        ))  # fmt: skip
+    return calls
 
 
 def _outcome(result: RunResult) -> RunOutcome:

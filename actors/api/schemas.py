@@ -143,6 +143,19 @@ class LlmLog(BaseModel):
     by_actor: list[Usage]
 
 
+class OpenCall(BaseModel):
+    stream_id: str
+    call_index: int
+    position: int = Field(description="the call's LlmRequested in the log")
+    tokens: int | None = Field(description="tokens streamed so far; null when no progress note is seen (another machine, not streamed)")
+    elapsed_s: float = Field(description="seconds since the call was asked (the provider's count when its note is seen)")
+
+
+class OpenCalls(BaseModel):
+    run_id: str
+    calls: list[OpenCall] = Field(description="the run's LLM calls asked and not yet answered, in log order")
+
+
 class StateOut(BaseModel):
     stream: str
     version: int

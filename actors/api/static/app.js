@@ -447,7 +447,13 @@
     const header = h("section", { id: "run-head" }, h("h1", {}, "Run ", h("code", { text: runId })));
     const facts = h("dl", { class: "facts" });
     const liveState = h("span", { id: "live", class: "muted", text: "" });
+    // While a run is live: its LLM calls in flight, with the tokens streamed so far (the
+    // provider's progress notes, read by GET runs/ID/llm/open), until each call's answer comes.
+    const callsLine = h("p", { id: "calls-open", class: "calls-open", "aria-live": "polite", hidden: true });
+    const openLlm = new Set(); // stream#call_index of each LlmRequested not yet answered
+    let callsTimer = null;
     header.appendChild(facts);
+    header.appendChild(callsLine);
     const grid = h("div", { class: "timeline", id: "timeline" }, h("div", { class: "lane-head pos", style: { gridRow: "1", gridColumn: "1" }, text: "#" }));
     const detail = h("aside", { id: "detail" }, h("p", { class: "muted", text: "Click an event to see its payload and the actor's state at that version." }));
     const sim = h("section", { id: "sim", hidden: true });
@@ -708,6 +714,11 @@
       byPos.set(e.position, e);
       last = Math.max(last, e.position);
       place(e, events.length + 1);
+      if (e.type === "LlmRequested" || e.type === "LlmCompleted" || e.type === "LlmFailed") {
+        const key = `${e.stream_id}#${dataOf(e).call_index}`;
+        if (e.type === "LlmRequested") openLlm.add(key); else openLlm.delete(key);
+        watchCalls();
+      }
       if ((e.type === "CompletionEdited" || e.type === "PromptEdited") && !edit) { edit = Object.assign({ type: e.type }, dataOf(e)); showFacts(); }
       if ((e.type === "AgentForked" || e.type === "FunctionForked") && forkAt === null && Number.isInteger(dataOf(e).origin_position)) {
         forkAt = dataOf(e).origin_position;
@@ -724,6 +735,7 @@
           if (TERMINAL.has(s) && e.timestamp) run.ended_at = e.timestamp;
           showFacts();
           if (TERMINAL.has(s)) {
+            watchCalls();
             loadUsage();
             loadLabels();
             // the run has ended: take what is still in flight, then stop following
@@ -737,6 +749,33 @@
         }
       }
       return true;
+    }
+
+    function watchCalls() {
+      const live = !stopped && run && !TERMINAL.has(String(run.status)) && openLlm.size > 0;
+      if (!live) {
+        if (callsTimer !== null) { clearInterval(callsTimer); callsTimer = null; }
+        callsLine.hidden = true;
+        clear(callsLine);
+        return;
+      }
+      if (callsTimer !== null) return;
+      callsTimer = setInterval(pollCalls, 2000);
+      pollCalls();
+    }
+
+    async function pollCalls() {
+      let got;
+      try { got = await api(`runs/${encodeURIComponent(runId)}/llm/open`); } catch (err) { return; } // kept as it was; the next poll tries again
+      if (stopped || callsTimer === null) return;
+      const calls = (got.calls || []).filter((c) => openLlm.has(`${c.stream_id}#${c.call_index}`));
+      clear(callsLine);
+      callsLine.hidden = !calls.length;
+      for (const c of calls) {
+        const where = openLlm.size > 1 ? ` (${c.stream_id})` : "";
+        const so = typeof c.tokens === "number" ? `${c.tokens} tokens so far` : "no tokens seen yet";
+        callsLine.appendChild(h("span", { class: "call", text: `llm call ${c.call_index}${where}: ${so}, ${Math.round(c.elapsed_s || 0)} s` }));
+      }
     }
 
     function place(e, row) {
@@ -1074,7 +1113,7 @@
       }
     })();
 
-    return { stop() { stopped = true; abort.abort(); } };
+    return { stop() { stopped = true; abort.abort(); watchCalls(); } };
   }
 
   // What a person changed in a fork with an edit (its CompletionEdited or PromptEdited).

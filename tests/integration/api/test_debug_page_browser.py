@@ -26,10 +26,11 @@ from tests.support.debug_agents import slow_second_call, waits_for_approval
 from tests.support.recording import record_run
 
 from .conftest import TOKENS, Env, make_env
+from .open_calls import answer, end_progress, run_with_open_call, write_progress
 from .test_page_browser import ARTIFACTS, WAIT_MS, _need_browser, chromium, serving
 
 READ, OPERATE = (next(t for t, s in TOKENS.items() if s == scope) for scope in ("read", "operate"))
-RUN_A, RUN_B = "dbg-origin", "dbg-other"
+RUN_A, RUN_B, RUN_HELD = "dbg-origin", "dbg-other", "dbg-held"
 
 
 @dataclass
@@ -399,3 +400,23 @@ def test_the_auth_off_notice_says_it_once(debugged, page):
         notice.wait_for()
         assert notice.inner_text().lower().count("auth is off") == 1
         assert json.dumps(notice.inner_text()).count("admin") == 1
+
+
+def test_a_live_run_shows_its_open_calls_tokens_so_far_until_the_answer(debugged, page):
+    d = debugged
+    request = run_with_open_call(d.store, d.env.root.parent / "held-repo", RUN_HELD)
+    data_dir = d.env.settings.data_dir
+    write_progress(data_dir, request, 42, 3.2)  # as the provider writes it while the call streams
+    open_run(page, d, RUN_HELD, READ)
+    line = page.locator("#calls-open")
+    line.wait_for()
+    assert line.inner_text().strip() == "llm call 2: 42 tokens so far, 3 s"
+
+    write_progress(data_dir, request, 97, 6.4)  # the page polls: the count moves
+    page.wait_for_function("() => document.querySelector('#calls-open').innerText.includes('97 tokens so far, 6 s')")
+    shot(page, "10-tokens-so-far")
+
+    end_progress(data_dir, request)
+    answer(d.store, RUN_HELD, request)  # the call's LlmCompleted comes on the live stream: the line goes
+    page.locator("#timeline .ev[data-type='LlmCompleted']").nth(1).wait_for()
+    line.wait_for(state="hidden")

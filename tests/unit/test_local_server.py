@@ -152,8 +152,15 @@ def test_command_uses_the_servers_real_flags(tmp_path: Path) -> None:
 def test_thread_count_from_the_settings(tmp_path: Path) -> None:
     settings = settings_for(tmp_path, 9123).model_copy(update={"llm_threads": 1})
     cmd = LocalLlamaServer(settings).command(Path("/m.gguf"))
-    assert cmd[cmd.index("--n_threads") + 1] == "1"
+    assert cmd[cmd.index("--n_threads") + 1] == "1" and cmd[cmd.index("--n_threads_batch") + 1] == "1"
     assert LocalLlamaServer(settings, n_threads=3).n_threads == 3  # the caller's word wins
+
+
+def test_by_default_half_the_cores_generate_and_all_of_them_read_the_prompt(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setattr("os.cpu_count", lambda: 4)
+    server = LocalLlamaServer(settings_for(tmp_path, 9123).model_copy(update={"llm_threads": 0}))
+    cmd = server.command(Path("/m.gguf"))
+    assert cmd[cmd.index("--n_threads") + 1] == "2" and cmd[cmd.index("--n_threads_batch") + 1] == "4"
 
 
 def serve_models(model: str) -> ThreadingHTTPServer:

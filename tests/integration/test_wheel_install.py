@@ -68,12 +68,19 @@ def endpoint():
         yield url
 
 
+def outside_env() -> dict[str, str]:
+    """This environment without what points Python at the repository or this venv: other tests
+    put the repository on PYTHONPATH (for Ray's workers), where building the wheel leaves a
+    `chorus.egg-info`, and pip then takes chorus as installed and installs nothing."""
+    return {k: v for k, v in os.environ.items() if not k.startswith(("CHORUS_", "RAY_ADDRESS", "PYTHON", "VIRTUAL_ENV"))}
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
     dist = tmp_path_factory.mktemp("dist")
     subprocess.run(
         [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(dist), str(ROOT)],
-        check=True, capture_output=True, timeout=300,
+        check=True, capture_output=True, timeout=300, env=outside_env(),
     )  # fmt: skip
     (found,) = dist.glob("chorus-*.whl")
     return found
@@ -86,15 +93,17 @@ def venv(wheel, tmp_path_factory) -> Path:
         [sys.executable, "-m", "venv", "--without-pip", str(where)],
         check=True,
         timeout=120,
+        env=outside_env(),
     )
     python = where / "bin" / "python"
-    subprocess.run(
+    installed = subprocess.run(
         [sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps", "--no-index", str(wheel)],
-        check=True, capture_output=True, timeout=300,
+        check=True, capture_output=True, text=True, timeout=300, env=outside_env(),
     )  # fmt: skip
+    assert (where / "bin" / "chorus").exists(), f"pip installed no chorus: {installed.stdout}{installed.stderr}"
     site = subprocess.run(
         [str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
-        check=True, capture_output=True, text=True,
+        check=True, capture_output=True, text=True, env=outside_env(),
     ).stdout.strip()  # fmt: skip
     ours = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     (Path(site) / "_chorus_test_dependencies.pth").write_text("".join(f"{p}\n" for p in ours))
@@ -104,11 +113,8 @@ def venv(wheel, tmp_path_factory) -> Path:
 @pytest.fixture(scope="module")
 def env(venv, endpoint, tmp_path_factory) -> dict[str, str]:
     data = tmp_path_factory.mktemp("wheel_data")
-    keep = {
-        k: v for k, v in os.environ.items() if not k.startswith(("CHORUS_", "RAY_ADDRESS", "PYTHON", "VIRTUAL_ENV"))
-    }
     return {
-        **keep,
+        **outside_env(),
         "PATH": f"{venv / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
         "CHORUS_DATA_DIR": str(data / "data"),
         "CHORUS_LLM_BASE_URL": endpoint,

@@ -96,6 +96,16 @@ class GitWorkspace:
             self._git("checkout", "-q", *(() if exists else ("-b",)), branch)
         return self
 
+    def drop_stale_lock(self) -> bool:
+        """Remove `.git/index.lock` left by a git killed mid-write (the relay's process killed
+        during `git add` or `commit`): every later git write would fail on it. Only for a run
+        served again after its server died, which is the one writer of this workspace."""
+        lock = self.root / ".git" / "index.lock"
+        if lock.is_file() and not lock.is_symlink():
+            lock.unlink()
+            return True
+        return False
+
     def branch(self) -> str | None:
         """The branch HEAD is on (None when detached)."""
         done = self._run("symbolic-ref", "-q", "--short", "HEAD")

@@ -272,7 +272,10 @@ def serve_relay(
     params = dict(run.params.get("llm_params", {}))
     shell = ActorShell(SchedulerBehaviour(), scheduler_stream(run_id), store, run_id=run_id).load()
     folder = Path(run.params["workspace"])
-    git = GitWorkspace(folder).init(relay_branch(run_id))
+    git = GitWorkspace(folder)
+    if shell.version:  # served again: a git its dead server was running may have left its lock
+        git.drop_stale_lock()
+    git.init(relay_branch(run_id))
     git.sync(shell.state.files)  # a resumed run's tree is the log's
     mirror = git_mirror(git)
     hook = hooks.resolve(run.params.get("resubmit"), run_id)

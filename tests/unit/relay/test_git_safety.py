@@ -94,3 +94,19 @@ def test_a_new_folder_is_made_a_repository_on_the_relays_branch(tmp_path):
     config = (ws.root / ".git" / "config").read_text()
     assert "hooksPath" not in config and "user." not in config
     assert os.path.isdir(ws.root / ".git")
+
+
+def test_a_lock_left_by_a_killed_git_fails_every_write_until_a_resumed_run_drops_it(tmp_path):
+    ws = GitWorkspace(tmp_path / "ws").init(relay_branch("r1"))
+    ws.write({"a.py": "x = 1\n"})
+    ws.commit("one")
+    (tmp_path / "ws" / ".git" / "index.lock").write_text("")  # git killed mid `git add`
+    ws.write({"a.py": "x = 2\n"})
+    try:
+        ws.commit("two")
+        raise AssertionError("a commit went through a held index.lock")
+    except RuntimeError as e:
+        assert "index.lock" in str(e) or "manually" in str(e)
+    assert ws.drop_stale_lock() and not ws.drop_stale_lock()
+    ws.commit("two")
+    assert ws.tree_files() == {"a.py": "x = 2\n"}

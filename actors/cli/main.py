@@ -325,7 +325,12 @@ def _fork_with_edit(client: Client, args: argparse.Namespace, params: dict[str, 
 
     from actors.agent.fork_edit import fork_with_edit
 
-    text = (args.completion or args.prompt).read_text(encoding="utf-8")
+    path = args.completion or args.prompt
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as e:
+        flag = "--completion" if args.completion is not None else "--prompt"
+        raise ValueError(f"cannot read {flag} {path}: {getattr(e, 'strerror', None) or e}") from None
     if args.completion is not None:
         return fork_with_edit(client, args.run_id, args.at, completion=text, edited_by=getpass.getuser(), model=args.model, llm_params=params)
     try:

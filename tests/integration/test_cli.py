@@ -190,7 +190,7 @@ def test_fork_with_an_edit_refuses_bad_input_in_one_line_and_writes_nothing(env,
         (("--prompt", str(own)), "the edited prompt is the call's own prompt"),
         (("--prompt", str(text), "--at", str(step)), f"position {step} is not an LLM call of run abc123's agent"),
         (("--completion", str(text), "--prompt", str(own)), "not allowed with argument"),
-        (("--prompt", str(tmp_path / "missing.json")), "No such file or directory"),
+        (("--prompt", str(tmp_path / "missing.json")), "cannot read --prompt "),
     ):
         at = () if "--at" in args else ("--at", str(call.position))
         out = chorus("fork", "abc123", *at, *args, env=env)

@@ -15,7 +15,6 @@ through the server's configuration of places (actors.api.places: `ApiConfig`).
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -26,7 +25,7 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from actors.api import debug_routes, errors, health, recovery, runs, signals
+from actors.api import debug_routes, errors, health, recovery, runs, sessions, signals
 from actors.api.auth import token_table
 from actors.api.health import OPEN_WARNING
 from actors.api.limits import BodyLimit
@@ -101,7 +100,7 @@ def create_app(
     app.include_router(recovery.build_router(), prefix=API_PREFIX)
     app.include_router(signals.build_router(), prefix=API_PREFIX)
     app.include_router(debug_routes.build_router(), prefix=API_PREFIX)
-    _include_sessions(app, chorus)
+    app.include_router(sessions.build_router(), prefix=f"{API_PREFIX}/sessions")
     _serve_page(app)
     return app
 
@@ -118,28 +117,6 @@ def build() -> FastAPI:
     app = create_app(client=client)
     app.state.chorus.owns_client = True
     return app
-
-
-def _include_sessions(app: FastAPI, chorus: Services) -> None:
-    """The simulation sessions' router (actors/api/sessions.py), when it is there and imports."""
-    try:
-        from actors.api import sessions  # type: ignore[attr-defined]
-    except ImportError as e:
-        if getattr(e, "name", "") in ("actors.api.sessions",):
-            return
-        log.warning("simulation sessions are not served: actors.api.sessions does not import (%s)", e)
-        return
-    except Exception as e:  # noqa: BLE001 - a broken optional router must not take the app down
-        log.warning("simulation sessions are not served: actors.api.sessions does not import (%s)", e)
-        return
-    router = getattr(sessions, "router", None)
-    if router is None and callable(getattr(sessions, "build_router", None)):
-        build_router = sessions.build_router
-        wanted = inspect.signature(build_router).parameters
-        given = {"client": chorus.client, "store": chorus.store, "settings": chorus.settings, "services": chorus}
-        router = build_router(**{k: v for k, v in given.items() if k in wanted})
-    if router is not None:
-        app.include_router(router, prefix=f"{API_PREFIX}/sessions")
 
 
 def _serve_page(app: FastAPI) -> None:

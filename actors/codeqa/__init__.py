@@ -2,12 +2,14 @@
 and five tools over a folder of repositories, including HyDE semantic file search.
 
     orchestrator.py                 the pure core and its prompt: `Orchestrator`
-    tools.py, hyde.py, occurrences.py, repos.py, retrieval.py, config.py   its tools
+    tools.py                        its five tools (the Tool classes)
+    fusion.py, formatting.py        semantic search's rankings fused; what the tools print
+    hyde.py, occurrences.py, repos.py, retrieval.py, config.py   what the tools build on
     answer.py                       which lines an answer relied on
     evaluation.py, eval_cli.py      `chorus eval retrieval`: keyword vs embedding vs HyDE
     Ray shell                       the agent's (`actors.agent.actor.AgentActor`)
     kind.py                         its RunKind, `CodeQuestionRun`; cli.py, `chorus ask`
 """
 
-__all__ = ["answer", "cli", "config", "eval_cli", "evaluation", "hyde", "kind", "occurrences", "orchestrator",
+__all__ = ["answer", "cli", "config", "eval_cli", "evaluation", "formatting", "fusion", "hyde", "kind", "occurrences", "orchestrator",
            "repos", "retrieval", "tools"]

@@ -218,13 +218,13 @@ def rerank_llm_ranker(
 class FallbackRanker:
     """`semantic_file_search(ranking="hybrid-hyde")` as a ranker: hybrid over the repository
     index (built first, as for `hybrid`), seed 003's HyDE search only when `rule` finds the
-    hybrid result weak (`actors.codeqa.tools.hybrid_hyde_search`); counts how often it ran."""
+    hybrid result weak (`actors.codeqa.fusion.hybrid_hyde_search`); counts how often it ran."""
 
     def __init__(
         self, root: Path, settings: Any, embedder: Any, context: Any, *, rule: FallbackRule = FALLBACK_RULE,
         log: Callable[[str], None] | None = None,
     ) -> None:
-        from actors.codeqa.tools import hybrid_hyde_search  # the tool's own function
+        from actors.codeqa.fusion import hybrid_hyde_search  # the tool's own function
 
         _prepare(root, settings, embedder, headers=INDEX_HEADERS, lexical=True, log=log)
         self.search = hybrid_hyde_search

@@ -12,7 +12,8 @@ import pytest
 from actors.codeqa.answer import Source, relied_on
 from actors.codeqa.hyde import RankedFile, SemanticResult
 from actors.codeqa.occurrences import FileCount
-from actors.codeqa.tools import FallbackResult, format_fallback, format_index_hits, format_semantic
+from actors.codeqa.formatting import format_fallback, format_index_hits, format_semantic
+from actors.codeqa.fusion import FallbackResult
 from actors.index.vectors import Hit
 
 ANSWER = "apply_discount in shop/shop/billing.py takes 10% off; checkout in cart.py calls it."

@@ -9,9 +9,11 @@ import json
 
 import pytest
 
-from actors.codeqa.config import SEMANTIC_SEARCH_CONFIG, CodeQaConfig, SemanticSearchConfig
+from actors.codeqa.config import SEMANTIC_RANKINGS, SEMANTIC_SEARCH_CONFIG, CodeQaConfig, SemanticSearchConfig
 from actors.codeqa.hyde import FALLBACK_RULE, Corpus, FallbackRule, file_order, fuse_files, hyde_reason, semantic_search
-from actors.codeqa.tools import SEMANTIC_RANKINGS, FallbackResult, SemanticFileSearch, fallback_rank, format_fallback
+from actors.codeqa.formatting import format_fallback
+from actors.codeqa.fusion import FallbackResult, fallback_rank
+from actors.codeqa.tools import SemanticFileSearch
 from actors.index.hybrid import RANKINGS, HybridConfig, fuse_hits
 from actors.index.vectors import Hit
 from actors.testing.model import ScriptedProvider

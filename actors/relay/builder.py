@@ -11,12 +11,12 @@ it in the builder's stream before the reply is read (actors.relay.recording), so
 builds the same turn with no model.
 
 The reply becomes file edits (actors.relay.edits: whole files, diffs; code with no path
-label goes to the one file the item is about, if there is one) applied to a scratch copy
-of the workspace (the relay's
-workspace is the fold of its WorkspaceChanged events, `state.files`; nothing here touches
-a person's folder). An edit that does not apply, or a model call that failed, is an empty
-change set and a verification hint saying why: the verifier then fails the turn and the
-builder's retry reads the reason. Never a crash.
+label goes to the one file the item is about, if there is one) applied to a scratch copy of
+the workspace (actors.relay.workspace_files; the relay's workspace is the fold of its
+WorkspaceChanged events, `state.files`; nothing here touches a person's folder). An edit
+that does not apply, or a model call that failed, is an empty change set and a verification
+hint saying why: the verifier then fails the turn and the builder's retry reads the reason.
+Never a crash.
 
 Memory of past turns is a lookup `memory(text) -> [past turn text]`, best first; it is
 a recorded effect too (tool "memory"), because what it returns shapes the prompt.
@@ -31,10 +31,11 @@ from pathlib import Path
 from typing import Any
 
 from actors.relay.baton import baton_context, make_baton
-from actors.relay.edits import FileEdit, apply_edits, parse_edits, target_file
+from actors.relay.edits import FileEdit, parse_edits, target_file
 from actors.relay.prompts import builder_request, item_text
 from actors.relay.scheduler import BuilderFinished, RelayState
 from actors.relay.workspace import changes_between
+from actors.relay.workspace_files import apply_edits
 from actors.runtime.perform import ToolInvoker
 from events.effects import LlmCompleted, LlmFailed, ToolReturned
 

@@ -34,7 +34,6 @@ from typing import Any, NamedTuple
 
 from actors.relay import resubmit as hooks
 from actors.relay.builder import Builder
-from actors.relay.edits import workspace_snapshot
 from actors.relay.git_workspace import GitWorkspace, relay_branch
 from actors.relay.memory import Embed, TurnRecall
 from actors.relay.recording import (
@@ -59,6 +58,7 @@ from actors.relay.run import (
 )
 from actors.relay.scheduler import RelayState, SchedulerBehaviour, next_action
 from actors.relay.verifier import Verifier
+from actors.relay.workspace_files import workspace_snapshot
 from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.perform import LiveEffects
 from actors.runtime.run import Complete, Fail, RunLifecycle, Start, run_stream

@@ -15,10 +15,10 @@ from __future__ import annotations
 import pytest
 
 from actors import Client
-from actors.relay.edits import workspace_snapshot
 from actors.relay.git_workspace import GitWorkspace
 from actors.relay.recording import builder_stream, scheduler_stream, verifier_stream
 from actors.relay.scheduler import SchedulerBehaviour
+from actors.relay.workspace_files import workspace_snapshot
 from actors.runtime.replay import replay_run
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell

@@ -18,10 +18,10 @@ import pytest
 from actors.agent.policy import unwrap_answer
 from actors.codeqa.answer import relied_on
 from actors.codeqa.orchestrator import TOOLS as CODEQA_TOOLS
-from actors.relay.edits import workspace_snapshot
 from actors.relay.git_workspace import GitWorkspace
 from actors.relay.recording import builder_stream, scheduler_stream, verifier_stream
 from actors.relay.scheduler import SchedulerBehaviour
+from actors.relay.workspace_files import workspace_snapshot
 from actors.runtime.replay import load_fixture, replay_run
 from actors.runtime.shell import ActorShell
 from actors.simulation import invariants

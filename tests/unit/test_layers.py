@@ -44,6 +44,7 @@ PURE_CORES = (
     "actors.relay.scheduler",
     "actors.relay.verdict",
     "actors.relay.prompts",
+    "actors.relay.edits",
 )
 
 

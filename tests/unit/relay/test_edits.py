@@ -10,14 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from actors.relay.edits import (
-    FileEdit,
-    apply_edits,
-    parse_edits,
-    snapshot_diff,
-    target_file,
-    workspace_snapshot,
-)
+from actors.relay.edits import FileEdit, parse_edits, snapshot_diff, target_file
+from actors.relay.workspace_files import apply_edits, workspace_snapshot
 from actors.relay.patch import apply_unified_diff
 
 REPLY = '''\

@@ -8,7 +8,7 @@ import pytest
 import yaml
 
 from actors.relay.roadmap import parse_roadmap
-from actors.runtime.bounded_yaml import MAX_YAML_CHARS, BoundedLoader, load_bounded
+from actors.runtime.bounded_yaml import MAX_YAML_CHARS, BoundedLoader, _c_loader, load_bounded
 from actors.simulation.loader import PackError, compile_pack
 
 BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\n" + "".join(
@@ -63,3 +63,35 @@ def test_a_huge_roadmap_is_refused():
 def test_a_content_pack_alias_is_a_pack_error():
     with pytest.raises(PackError, match="aliases"):
         compile_pack(BOMB, "bomb.yaml")
+
+
+# -- the C parser and the Python one refuse alike ---------------------------------------------------
+
+
+class PythonOnly(BoundedLoader):
+    """A subclass that changes a method reads in Python (the C loader would not run it)."""
+
+    def construct_document(self, node):  # type: ignore[no-untyped-def]
+        return super().construct_document(node)
+
+
+def refusal(text: str, loader: type[BoundedLoader]) -> tuple[str, int, int]:
+    with pytest.raises(yaml.YAMLError) as e:
+        load_bounded(text, loader)
+    mark = e.value.problem_mark  # type: ignore[attr-defined]
+    return e.value.problem, mark.line, mark.column  # type: ignore[attr-defined]
+
+
+@pytest.mark.skipif(not yaml.__with_libyaml__, reason="PyYAML built without libyaml")
+def test_the_c_parser_reads_and_refuses_as_the_python_one():
+    assert _c_loader(BoundedLoader) is not None and _c_loader(PythonOnly) is None
+    edge = "k: " + "[" * 39 + "]" * 39 + "\n"  # the root and 40 levels: at the bound
+    for text in ("a: [1, 2]\nb: {c: d, e: 1.5, f: yes, g: ~}\n", edge, "- &x {t: a}\n"):
+        assert load_bounded(text) == load_bounded(text, PythonOnly) == yaml.safe_load(text)
+    for text in (BOMB, DEEP, "- &x {title: a}\n- *x\n", "a: {b: [c, *d]}\n", "k: " + "[" * 40 + "]" * 40 + "\n"):
+        assert refusal(text, BoundedLoader) == refusal(text, PythonOnly)
+
+
+def test_a_lone_surrogate_is_a_yaml_error_not_a_crash():
+    with pytest.raises(yaml.YAMLError):
+        load_bounded("a: \ud800\n")

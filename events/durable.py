@@ -25,6 +25,8 @@ class FunctionStarted(Event):
     goal: str
     model: str = ""
     params: dict[str, Any] = {}  # the LLM parameters its calls start from
+    root: str = "."  # the folder the run's tools work in ("." in logs from before it was recorded)
+    options: dict[str, Any] = {}  # keyword arguments the function is called with besides the goal
 
 
 @event_type("FunctionForked")

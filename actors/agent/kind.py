@@ -75,13 +75,7 @@ class AgentRunKind(RunKind):
         grounded: bool | None = None,
         rules: int | None = None,
     ) -> RunHandle:
-        if max_iterations < 1:
-            raise ValueError(f"max_iterations must be at least 1, not {max_iterations}")
-        if rules is not None and not 0 <= rules <= MAX_RULES:
-            raise ValueError(f"rules must be a rule revision from 0 to {MAX_RULES}, not {rules}")
-        root_path = Path(root).expanduser().resolve()
-        if not root_path.is_dir():
-            raise ValueError(f"root folder {root} does not exist")
+        root_path = checked_root(root, max_iterations, rules)
         agent_cls = self.agent_class()
         if tools is None:
             tools = agent_cls.tools_for(repo) if hasattr(agent_cls, "tools_for") else agent_cls.default_tools
@@ -221,6 +215,19 @@ class AgentRunKind(RunKind):
 
     def present(self, answer: str) -> str:
         return unwrap_answer(answer)
+
+
+def checked_root(root: str | Path, max_iterations: int, rules: int | None) -> Path:
+    """The run's folder, resolved, after the checks every agent-led run makes of its options
+    (ValueError, before anything is written)."""
+    if max_iterations < 1:
+        raise ValueError(f"max_iterations must be at least 1, not {max_iterations}")
+    if rules is not None and not 0 <= rules <= MAX_RULES:
+        raise ValueError(f"rules must be a rule revision from 0 to {MAX_RULES}, not {rules}")
+    root_path = Path(root).expanduser().resolve()
+    if not root_path.is_dir():
+        raise ValueError(f"root folder {root} does not exist")
+    return root_path
 
 
 def replay_agent_stream(

@@ -1,10 +1,11 @@
 """The research workload (seed 000): a repository indexed, a plan, the ReAct loop, a report.
 
-    researcher.py   the pure core: `Researcher` (PENDING → INDEXING → RUNNING → COMPLETED)
-    prompts.py      its plan and report prompts
+    lead.py         the lead: the agent function `research` on the durable layer
+                    (PENDING → INDEXING → RUNNING → COMPLETED), the loop run in-line
+    prompts.py      its plan and report prompts (pure)
     tools           `index_repository`, `repository_search` (the shared `actors.index`)
-    Ray shell       the agent's (`actors.agent.actor.AgentActor`)
+    Ray shell       the function runs' (`actors.runtime.function_agent.FunctionActor`)
     kind.py         its RunKind, `ResearchRun`; cli.py, the `chorus research` verb
 """
 
-__all__ = ["cli", "kind", "prompts", "researcher"]
+__all__ = ["cli", "kind", "lead", "prompts"]

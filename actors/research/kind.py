@@ -1,25 +1,72 @@
-"""Research runs (seed 000) as the runtime sees them: an agent run led by the `Researcher`,
-with its own progress lines and the `chorus research` verb."""
+"""Research runs (seed 000) as the runtime sees them: a run of the agent function
+`actors.research.lead:research`, with its own options, progress lines and the `chorus
+research` verb. Resume, fork, replay and signals are the function runs'."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from pathlib import Path
+from typing import Any, ClassVar
 
-import actors.index.indexer  # noqa: F401  (registers index_repository)
-import actors.index.searcher  # noqa: F401  (registers repository_search)
-import actors.research.researcher  # noqa: F401  (registers the researcher agent)
-from actors.agent.kind import AgentRunKind
+import actors.index.indexer
+import actors.index.searcher
+import actors.tools.definitions
+import actors.tools.files  # noqa: F401  (registers the file tools)
+from actors.agent.kind import checked_root, describe_agent, tool_specs
+from actors.agent.lookups import FIND_DEFINITION, RULES, reads_code
 from actors.research import cli
+from actors.runtime.function_agent import FunctionRun, describe_function
+from actors.runtime.function_tool import tool_ref
 from actors.runtime.progress import short
 from actors.runtime.registry import Registry
 from events.base import Event
+from events.runs import Budget
+
+LEAD = "actors.research.lead:research"
+DEFAULT_TOOLS = ("repository_search", "find_definition", "read_file", "search_files")
+NO_REPO_TOOLS = ("search_files", "find_definition", "read_file")  # without a repository there is no index
 
 
 @Registry.register_run_kind
-class ResearchRun(AgentRunKind):
+class ResearchRun(FunctionRun):
     name = cli.RESEARCHER
     summary = "index a repository, plan, research with the ReAct loop, write a report (seed 000)"
+    noun = "a research run"
+    tallies: ClassVar[dict[str, str]] = {
+        "LlmCompleted": "LLM calls", "ToolReturned": "tool calls", "StepRejected": "rejected steps",
+    }  # fmt: skip
+    error_types = frozenset({"FunctionFailed", "ResearchFailed", "AgentFailed", "StepRejected"})
+    path_options: ClassVar[dict[str, str]] = {"root": "workspace"}
+    import_options: ClassVar[frozenset[str]] = frozenset({"tools", "add_tools"})
+
+    def submit(  # type: ignore[override]
+        self,
+        client: Any,
+        goal: str,
+        *,
+        run_id: str,
+        budget: Budget,
+        root: str | Path = ".",
+        tools: list[Any] | tuple[Any, ...] | None = None,
+        add_tools: list[Any] | tuple[Any, ...] | None = None,
+        repo: str | None = None,
+        max_iterations: int = 10,
+        llm_params: dict[str, Any] | None = None,
+        grounded: bool | None = None,
+        rules: int | None = None,
+    ) -> Any:
+        root_path = checked_root(root, max_iterations, rules)
+        names = [tool_ref(t) for t in (*(tools if tools is not None else DEFAULT_TOOLS if repo else NO_REPO_TOOLS), *(add_tools or ()))]
+        specs = tool_specs(names)  # RegistryError for an unknown tool, before anything is written
+        grounded = reads_code(specs) if grounded is None else grounded
+        lookups = grounded and FIND_DEFINITION in [s.name for s in specs]
+        options = {
+            "repo_url": repo, "root": str(root_path), "tools": [s.model_dump(mode="json") for s in specs],
+            "max_iterations": max_iterations, "budget": budget.model_dump(mode="json"), "grounded": grounded,
+            "lookups": lookups, "states_answer": grounded, "rules": (RULES if lookups else 0) if rules is None else rules,
+        }  # fmt: skip
+        return self.start(client, goal, run_id=run_id, budget=budget, path=LEAD, root=str(root_path), model=None,
+                          llm_params=llm_params, options=options)  # fmt: skip
 
     def describe(self, event: Event, brief: bool = False) -> str | None:
         t = event.type_name
@@ -38,7 +85,12 @@ class ResearchRun(AgentRunKind):
             return f"report written ({len(d.final_report.splitlines())} lines)"
         if t == "ResearchFailed":
             return f"! research failed: {d.error.line()}"
-        return super().describe(event, brief)
+        if t in ("FunctionStarted", "FunctionCompleted", "ResearchStarted"):
+            return ""  # ResearchRequested and ReportWritten say it
+        if t == "FunctionFailed":
+            return describe_function(event, brief) if d.error.type in ("agent_error", "non_determinism") else ""
+        found = describe_agent(event, brief)
+        return found if found is not None else describe_function(event, brief)
 
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         cli.add_parsers(subparsers)

@@ -254,9 +254,10 @@ class Client:
         """Start a run for `goal`; returns at once with a handle to it.
 
         `agent` names the run's kind ("react" by default; "researcher", "orchestrator",
-        "task", or any registered `RunKind`); `options` are that kind's (for an agent:
-        `root`, `tools`, `repo`, `max_iterations`, `llm_params`). Bad input raises
-        ValueError before anything is written."""
+        "task", or any registered `RunKind`), or an `@agent` function (or its import path);
+        `options` are that kind's (for an agent: `root`, `tools`, `repo`, `max_iterations`,
+        `llm_params`; for an agent function: `root`, `model`, `llm_params`, and `options`, its
+        keyword arguments). Bad input raises ValueError before anything is written."""
         if agent is not None and _is_function_agent(agent):  # @agent function, or "pkg.mod:name"
             options["function"] = agent
             agent = "function"

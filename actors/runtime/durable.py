@@ -36,17 +36,30 @@ the Ray shell is `actors.runtime.function_agent`, the in-process runner `actors.
 from __future__ import annotations
 
 import json
-import random as _random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
-from typing import Any, Literal, Protocol, TypeVar
+from datetime import datetime, timedelta
+from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
 from actors.runtime.behaviour import Behaviour, Command
-from actors.runtime.effects import Effects
+from actors.runtime.durable_calls import LiveDurable as LiveDurable  # re-exported: the shells import them from here
+from actors.runtime.durable_calls import ReplayDurable as ReplayDurable
+from actors.runtime.durable_calls import call_of as call_of
+from actors.runtime.durable_calls import (
+    DurableEffects,
+    NonDeterminismError,
+    _args,
+    _facts_fingerprint,
+    _fingerprint_of,
+    describe_recorded,
+    describe_request,
+    function_stream,
+    index_calls,
+    signal_stream,
+)
 from actors.runtime.import_path import ImportPathError, import_object, path_of
 from actors.runtime.ledger import BudgetExhausted
 from actors.runtime.llm.json_text import parse_json_object
@@ -62,14 +75,17 @@ from events.durable import (
     FunctionStarted,
     SignalAwaited,
     SignalConsumed,
-    SignalSent,
 )
-from events.effects import LlmCompleted, LlmFailed, LlmRequested, ToolCalled, ToolReturned
+from events.effects import (
+    LlmCompleted,
+    LlmFailed,
+    ToolReturned,
+)
 from events.errors import ErrorInfo
 from events.runs import BudgetExceeded
 
 __all__ = [
-    "Context", "FunctionBehaviour", "FunctionState", "NonDeterminismError", "Outcome", "Suspended",
+    "Context", "Failure", "FunctionBehaviour", "FunctionState", "NonDeterminismError", "Outcome", "Suspended",
     "agent", "function_stream", "load_agent", "run_function", "signal_stream",
 ]
 
@@ -79,14 +95,6 @@ AGENT_MARK = "__chorus_agent__"
 SLEEP = "sleep"  # what a run suspended in ctx.sleep waits for
 DEFAULT_PARAMS = {"temperature": 0.0, "max_tokens": 512}  # as the client's DEFAULT_LLM_PARAMS
 IN_PLACE_S = 5.0  # a sleep or wait_for timeout at most this long holds the actor; longer ones suspend
-
-
-def function_stream(run_id: str) -> str:
-    return f"function:{run_id}"
-
-
-def signal_stream(run_id: str) -> str:
-    return f"signals:{run_id}"
 
 
 def agent(fn: F) -> F:
@@ -115,22 +123,6 @@ def load_agent(path: str) -> Callable[..., Any]:
 # -- errors -------------------------------------------------------------------------------------
 
 
-class NonDeterminismError(RuntimeError):
-    """The function asked, at call `index`, for something other than what the log recorded
-    there: its code changed under a recorded run, or it depends on something unrecorded
-    (the wall clock, a random number, a dict of unordered ids...). Use ctx.now()/ctx.random()."""
-
-    def __init__(self, stream_id: str, index: int, recorded: str, now: str) -> None:
-        self.stream_id, self.index, self.recorded, self.now = stream_id, index, recorded, now
-        super().__init__(
-            f"non-determinism at call {index} of {stream_id}: the log recorded {recorded}, "
-            f"the function now calls {now}"
-        )
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.stream_id, self.index, self.recorded, self.now))
-
-
 class Suspended(BaseException):
     """The function waits for a signal that has not come, or on a durable timer due at
     `until` (`name` "sleep" for ctx.sleep): the run is let go of. A BaseException, so a
@@ -143,7 +135,26 @@ class Suspended(BaseException):
 
 
 class ToolError(RuntimeError):
-    """A tool call failed; its recorded output says why."""
+    """A tool call failed; its recorded output says why (and `error`, when the tool said)."""
+
+    def __init__(self, output: str, error: ErrorInfo | None = None) -> None:
+        super().__init__(output)
+        self.error = error
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (str(self), self.error))
+
+
+class Failure(Exception):
+    """Raise it to end the run as failed with this `ErrorInfo` (its type, reason and
+    message are what `chorus runs` and the run's `RunFailed` show)."""
+
+    def __init__(self, error: ErrorInfo) -> None:
+        super().__init__(error.line())
+        self.error = error
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.error,))
 
 
 # -- the pure core of the stream ----------------------------------------------------------------
@@ -157,6 +168,8 @@ class FunctionState(State):
     goal: str = ""
     model: str = ""
     params: dict[str, Any] = {}
+    options: dict[str, Any] = {}  # the function's keyword arguments beyond the goal
+    root: str = "."  # the folder the run's tools work in (the run's root, then `ctx.use_folder`)
     calls: int = 0  # the highest call index recorded
     waiting_for: str | None = None
     fork_after: int | None = None  # calls after this index use fork_model / fork_params
@@ -175,6 +188,14 @@ class StartFunction(Command):
     goal: str
     model: str = ""
     params: dict[str, Any] = {}
+    root: str = "."
+    options: dict[str, Any] = {}
+
+    @classmethod
+    def of(cls, started: Any) -> StartFunction:
+        """The command that recorded `started` (a `FunctionStarted`), to serve the run again."""
+        return cls(key="start", agent=started.agent, goal=started.goal, model=started.model,
+                   params=started.params, root=started.root, options=started.options)  # fmt: skip
 
 
 class Recorded(Command):
@@ -199,7 +220,10 @@ class FunctionBehaviour(Behaviour[FunctionState]):
         if isinstance(command, StartFunction):
             if state.status != "new":
                 return []
-            return [FunctionStarted(agent=command.agent, goal=command.goal, model=command.model, params=command.params)]
+            return [FunctionStarted(
+                agent=command.agent, goal=command.goal, model=command.model, params=command.params, root=command.root,
+                options=command.options,
+            )]  # fmt: skip
         if state.status in ("completed", "failed"):
             return []  # a finished function records nothing more
         if isinstance(command, Recorded):
@@ -213,9 +237,10 @@ class FunctionBehaviour(Behaviour[FunctionState]):
     def evolve(self, state: FunctionState, event: Event) -> FunctionState:
         d: Any = event
         if isinstance(event, FunctionStarted):
-            return state.model_copy(
-                update=dict(status="running", agent=d.agent, goal=d.goal, model=d.model, params=d.params)
-            )
+            return state.model_copy(update=dict(
+                status="running", agent=d.agent, goal=d.goal, model=d.model, params=d.params, options=d.options,
+                root=d.root,
+            ))  # fmt: skip
         if isinstance(event, FunctionForked):
             return state.model_copy(
                 update=dict(status="running", fork_after=d.after_call, fork_model=d.model, fork_params=d.params)
@@ -228,6 +253,8 @@ class FunctionBehaviour(Behaviour[FunctionState]):
         if index is None:
             return state
         update: dict[str, Any] = {"calls": max(state.calls, index)}
+        if isinstance(event, CallRecorded) and d.call == "folder":
+            update["root"] = str(d.args.get("path") or ".")
         if isinstance(event, SignalAwaited):
             update.update(status="waiting", waiting_for=d.name)
         elif state.status == "waiting":
@@ -235,152 +262,7 @@ class FunctionBehaviour(Behaviour[FunctionState]):
         return state.model_copy(update=update)
 
 
-# -- who performs a call: live, or from a recording ----------------------------------------------
-
-
-class DurableEffects(Protocol):
-    live: bool
-
-    def llm(self, request: LlmRequest, call_index: int) -> list[Event]: ...
-
-    def tool(self, name: str, args: dict[str, Any], call_index: int) -> list[Event]: ...
-
-    def value(self, call: str, args: dict[str, Any], call_index: int) -> Any: ...
-
-    def signal(self, name: str, nth: int, call_index: int) -> SignalConsumed | None: ...
-
-    def recorded_at(self, call_index: int) -> Event | None: ...
-
-    def now(self) -> datetime: ...
-
-
-class LiveDurable:
-    """LLM and tool calls through `effects` (`LiveEffects`: gateway, invoker, budget);
-    clock and random from this machine; signals from the run's signal stream."""
-
-    live = True
-
-    def __init__(self, effects: Effects, store: Any, run_id: str, clock: Callable[[], datetime] | None = None) -> None:
-        self.effects, self.store, self.run_id = effects, store, run_id
-        self.clock = clock or (lambda: datetime.now(timezone.utc))
-
-    def now(self) -> datetime:
-        return self.clock()
-
-    def llm(self, request: LlmRequest, call_index: int) -> list[Event]:
-        return self.effects.llm(request, call_index)
-
-    def tool(self, name: str, args: dict[str, Any], call_index: int) -> list[Event]:
-        return self.effects.tool(name, args, call_index)
-
-    def value(self, call: str, args: dict[str, Any], call_index: int) -> Any:
-        now = self.clock()
-        if call == "now":
-            return now.isoformat()
-        if call == "random":
-            return _random.random()
-        if call == "sleep":
-            return (now + timedelta(seconds=float(args["seconds"]))).isoformat()
-        return None
-
-    def recorded_at(self, call_index: int) -> Event | None:
-        return None
-
-    def signal(self, name: str, nth: int, call_index: int) -> SignalConsumed | None:
-        sent = [e for e in self.store.read_stream(signal_stream(self.run_id)) if isinstance(e, SignalSent) and e.name == name]
-        if len(sent) <= nth:
-            return None
-        return SignalConsumed(call_index=call_index, name=name, data=sent[nth].data)
-
-
-class ReplayDurable:
-    """Serves only what `original` (a recorded stream) holds; fails closed otherwise."""
-
-    live = False
-
-    def __init__(self, original: list[Event], effects: Effects, stream_id: str = "") -> None:
-        self.effects, self.stream_id = effects, stream_id
-        self.by_index: dict[int, list[Event]] = {}
-        for e in original:
-            index = getattr(e, "call_index", None)
-            if index is not None:
-                self.by_index.setdefault(index, []).append(e)
-
-    def recorded_at(self, call_index: int) -> Event | None:
-        events = self.by_index.get(call_index)
-        return events[0] if events else None
-
-    def now(self) -> datetime:
-        return datetime.now(timezone.utc)  # not used to decide anything in replay
-
-    def llm(self, request: LlmRequest, call_index: int) -> list[Event]:
-        return self.effects.llm(request, call_index)
-
-    def tool(self, name: str, args: dict[str, Any], call_index: int) -> list[Event]:
-        return self.effects.tool(name, args, call_index)
-
-    def value(self, call: str, args: dict[str, Any], call_index: int) -> Any:
-        recorded = next((e for e in self.by_index.get(call_index, []) if isinstance(e, CallRecorded)), None)
-        if recorded is None or (recorded.call, recorded.args) != (call, args):
-            was = describe_recorded(recorded) if recorded is not None else "nothing"
-            raise NonDeterminismError(self.stream_id, call_index, was, f"{call}({_args(args)})")
-        return recorded.value
-
-    def signal(self, name: str, nth: int, call_index: int) -> SignalConsumed | None:
-        found = next((e for e in self.by_index.get(call_index, []) if isinstance(e, SignalConsumed)), None)
-        if found is None:
-            return None
-        return SignalConsumed(call_index=call_index, name=found.name, data=found.data, timed_out=found.timed_out)
-
-
 # -- the context ---------------------------------------------------------------------------------
-
-
-def _args(args: Any, limit: int = 80) -> str:
-    text = canonical_json(args)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def describe_request(request: LlmRequest) -> str:
-    last = request.messages[-1].get("content", "") if request.messages else ""
-    return f"llm(model={request.model!r}, {_args(str(last), 60)}, hash {request.hash()[:12]})"
-
-
-def describe_recorded(e: Event) -> str:
-    d: Any = e
-    if isinstance(e, LlmRequested):
-        last = d.messages[-1].get("content", "") if d.messages else ""
-        return f"llm(model={d.model!r}, {_args(str(last), 60)}, hash {d.request_hash[:12]})"
-    if isinstance(e, ToolCalled):
-        return f"tool({d.tool!r}, {_args(d.args)})"
-    if isinstance(e, CallRecorded):
-        return f"{d.call}({_args(d.args)})"
-    if isinstance(e, SignalAwaited):
-        return f"wait_for({d.name!r})"
-    return e.type_name
-
-
-def _fingerprint(e: Event) -> tuple[str, str]:
-    d: Any = e
-    if isinstance(e, LlmRequested):
-        return ("llm", d.request_hash)
-    if isinstance(e, ToolCalled):
-        return ("tool", canonical_json([d.tool, d.args]))
-    if isinstance(e, CallRecorded):
-        return (d.call, canonical_json(d.args))
-    if isinstance(e, SignalAwaited):
-        return ("wait_for", canonical_json(d.name))
-    return (e.type_name, "")
-
-
-def index_calls(events: list[Event]) -> dict[int, list[Event]]:
-    """A stream's recorded calls by call index, each call's events in version order."""
-    calls: dict[int, list[Event]] = {}
-    for e in sorted(events, key=lambda e: e.version):
-        index = getattr(e, "call_index", None)
-        if index is not None:
-            calls.setdefault(index, []).append(e)
-    return calls
 
 
 class Context:
@@ -403,6 +285,16 @@ class Context:
         return self._shell.state.goal
 
     @property
+    def model(self) -> str:
+        """The model the run's calls go to (`llm` may name another per call)."""
+        return self._shell.state.model
+
+    @property
+    def params(self) -> dict[str, Any]:
+        """The LLM parameters the run's calls start from."""
+        return dict(self._shell.state.params)
+
+    @property
     def replaying(self) -> bool:
         """True while the call about to be made is served from the log (so a `print` in the
         function can stay quiet the second time)."""
@@ -422,8 +314,8 @@ class Context:
         `schema` (a pydantic model class) an instance of it, from structured output.
         An LLM failure raises LlmError (recorded: a re-run raises it again)."""
         messages = [{"role": "user", "content": prompt}] if isinstance(prompt, str) else [dict(m) for m in prompt]
-        state, index = self._shell.state, self._index + 1
-        forked = state.fork_after is not None and index > state.fork_after
+        state = self._shell.state
+        forked = self._forked()
         base_model = (state.fork_model or state.model) if forked else state.model
         base_params = (state.fork_params if state.fork_params is not None else state.params) if forked else state.params
         request = LlmRequest(
@@ -432,14 +324,14 @@ class Context:
             params={**base_params, **params},
             response_schema=schema.model_json_schema() if schema is not None else None,
         )
-        events = self._call(("llm", request.hash()), lambda: describe_request(request), lambda i: self._effects.llm(request, i))
+        events = self._llm_events(request)
         done: Any = events[-1]
         if isinstance(done, LlmFailed):
             if done.error.reason in LlmError.REASONS:
                 raise LlmError.from_info(done.error)
             raise RuntimeError(done.error.line())
         if not isinstance(done, LlmCompleted):
-            raise RuntimeError(f"LLM call {index} of {self._shell.stream_id} has no recorded result")
+            raise RuntimeError(f"LLM call {events[0].call_index} of {self._shell.stream_id} has no recorded result")  # type: ignore[attr-defined]
         if schema is None:
             return done.content
         parsed = done.parsed if done.parsed is not None else parse_json_object(done.content)
@@ -453,16 +345,105 @@ class Context:
         recorded output."""
         if callable(name):
             name = path_of(name)
-        events = self._call(
-            ("tool", canonical_json([name, args])), lambda: f"tool({name!r}, {_args(args)})",
-            lambda i: self._effects.tool(name, args, i),
-        )  # fmt: skip
+        events = self._tool_events(name, args)
         returned: Any = events[-1]
         if not isinstance(returned, ToolReturned):
             raise RuntimeError(f"tool call {events[0].call_index} of {self._shell.stream_id} has no recorded result")  # type: ignore[attr-defined]
         if not returned.ok:
-            raise ToolError(returned.output)
+            raise ToolError(returned.output, returned.error)
         return returned.output
+
+    def request(self, request: LlmRequest) -> list[Event]:
+        """An LLM call made with a whole `LlmRequest` (what `llm` builds from a prompt); its
+        recorded events (`LlmRequested`, then `LlmCompleted` or `LlmFailed`). In a fork, after
+        its `FunctionForked`, the request goes to the fork's model, with its parameters over
+        the request's."""
+        state = self._shell.state
+        if self._forked():
+            update: dict[str, Any] = {}
+            if state.fork_model:
+                update["model"] = state.fork_model
+            if state.fork_params is not None:
+                update["params"] = {**request.params, **state.fork_params}
+            request = request.model_copy(update=update)
+        return self._llm_events(request)
+
+    def _forked(self) -> bool:
+        after = self._shell.state.fork_after
+        return after is not None and self._index + 1 > after
+
+    def _llm_events(self, request: LlmRequest) -> list[Event]:
+        return self._call(("llm", request.hash()), lambda: describe_request(request), lambda i: self._effects.llm(request, i))
+
+    def emit(self, *events: Event) -> list[Event]:
+        """Record events of the agent's own (any registered event type: projections and
+        `chorus log` see them) as the next call: appended live; a re-run or a replay checks
+        they are the same as recorded there (NonDeterminismError if not). Returns them as
+        appended (stamped with their time and version)."""
+        if not events:
+            return []
+        facts = list(events)
+        fingerprint = _facts_fingerprint(facts)
+        return self._call(fingerprint, lambda: f"emit({', '.join(e.type_name for e in facts)})", lambda i: facts)
+
+    def use_folder(self, path: str) -> None:
+        """The folder the run's tools work in from the next call on (recorded): for an agent
+        that finds its folder while it runs (a repository it cloned)."""
+        self._value("folder", {"path": str(path)})
+
+    def drive(self, behaviour: Behaviour[Any], start: Command) -> Any:
+        """Run a decide/evolve `behaviour` (a `Behaviour` with `next_effect`, as the ReAct
+        agent is) in-line from its `start` command to its end, and return its final state.
+        Its LLM and tool calls are this function's calls; what it decides besides is
+        recorded with `emit` after each call. A call the run's budget refuses is decided on
+        as `StopAgent`, as `perform.drive` does."""
+        from actors.runtime.effects import (
+            CallLlm,
+            CallTool,
+            LlmReturned,
+            Stop,
+            StopAgent,
+            ToolFinished,
+        )
+
+        state = behaviour.state_type()
+        for e in self.emit(*behaviour.decide(state, start)):
+            state = behaviour.evolve(state, e)
+        last: tuple[str, int] | None = None
+        while (effect := behaviour.next_effect(state)) is not None:  # type: ignore[attr-defined]
+            if isinstance(effect, Stop):
+                command: Command = StopAgent(key="stop", error=effect.error)
+                recorded: list[Event] = []
+            else:
+                this = (type(effect).__name__, effect.call_index)
+                if this == last:
+                    raise RuntimeError(f"{behaviour.name} asked for {this[0]} {this[1]} again: its evolve does not advance past a call")
+                last = this
+                try:
+                    if isinstance(effect, CallLlm):
+                        recorded = self.request(effect.request)
+                        command = LlmReturned(key=f"llm:{effect.call_index}", events=recorded)
+                    elif isinstance(effect, CallTool):
+                        recorded = self._tool_events(effect.tool, effect.args)
+                        command = ToolFinished(key=f"tool:{effect.call_index}", events=recorded)
+                    else:
+                        raise TypeError(f"unknown effect {effect!r}")
+                except BudgetExhausted as e:  # refused: the call's index stays empty (a replay refuses it again)
+                    command, recorded = StopAgent(key="stop", error=e.error), []
+            decided = behaviour.decide(state, command)
+            ids = {id(e) for e in recorded}
+            for e in recorded:
+                state = behaviour.evolve(state, e)
+            # The behaviour returns the call's events again among its decisions: they are recorded already.
+            for e in self.emit(*[e for e in decided if id(e) not in ids]):
+                state = behaviour.evolve(state, e)
+        return state
+
+    def _tool_events(self, name: str, args: dict[str, Any]) -> list[Event]:
+        return self._call(
+            ("tool", canonical_json([name, args])), lambda: f"tool({name!r}, {_args(args)})",
+            lambda i: self._effects.tool(name, args, i),
+        )  # fmt: skip
 
     def now(self) -> datetime:
         """The time, recorded: a re-run sees the same."""
@@ -529,7 +510,7 @@ class Context:
             return None
         if not self._effects.live:
             recorded = self._effects.recorded_at(index)
-            return getattr(recorded, "until", None)
+            return getattr(recorded[0], "until", None) if recorded else None
         return self._effects.now() + timedelta(seconds=timeout)
 
     def agent(self, child: Any, goal: str) -> Any:
@@ -561,9 +542,9 @@ class Context:
         self._index += 1
         index = self._index
         recorded = self._log.get(index)
-        expected = recorded[0] if recorded else self._effects.recorded_at(index)  # a replay's recording
-        if expected is not None and _fingerprint(expected) != fingerprint:
-            self.broken = NonDeterminismError(self._shell.stream_id, index, describe_recorded(expected), described())
+        expected = recorded or self._effects.recorded_at(index)  # a replay's recording
+        if expected and _fingerprint_of(expected) != fingerprint:
+            self.broken = NonDeterminismError(self._shell.stream_id, index, describe_recorded(expected[0]), described())
             raise self.broken
         if recorded:
             return recorded
@@ -621,9 +602,9 @@ def run_function(
     if state.status == "failed":
         return Outcome("failed", error=state.error)
     ctx = Context(shell, effects, recorded)
-    cause = lambda: shell.last_event_id  # noqa: E731
+    cause = lambda: shell.last_event_id
     try:
-        value = fn(ctx, state.goal)
+        value = fn(ctx, state.goal, **state.options)
         ctx.check_end()
     except Suspended as s:
         return Outcome("waiting", waiting_for=s.name, nth=s.nth, until=s.until)
@@ -631,6 +612,10 @@ def run_function(
         raise
     except BudgetExhausted as e:
         shell.handle(Recorded(key="budget", events=[BudgetExceeded(error=e.error)]), causation_id=cause())
+        return _failed(shell, e.error)
+    except Failure as e:
+        if ctx.broken is not None and not effects.live:
+            raise ctx.broken from e
         return _failed(shell, e.error)
     except NonDeterminismError as e:
         if not effects.live:

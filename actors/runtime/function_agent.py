@@ -21,7 +21,7 @@ from itertools import groupby
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from actors.runtime.behaviour import Behaviour
-from actors.runtime.budget import close_ledger, open_ledger, run_usage
+from actors.runtime.budget import close_ledger, open_ledger, run_usage, share_ledger
 from actors.runtime.durable import (
     DEFAULT_PARAMS,
     SLEEP,
@@ -31,6 +31,7 @@ from actors.runtime.durable import (
     ReplayDurable,
     StartFunction,
     agent_path,
+    call_of,
     function_stream,
     load_agent,
     run_function,
@@ -51,6 +52,7 @@ from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell
 from actors.runtime.spawn import spawn_actor
 from actors.runtime.timers import schedule_wake, timer_actor
+from actors.runtime.tool_context import ToolContext
 from actors.runtime.wire import from_wire
 from events.base import Event
 from events.durable import FunctionForked, FunctionStarted, SignalConsumed, SignalSent
@@ -81,10 +83,10 @@ class FunctionActor:
         self.run = ActorShell(RunLifecycle(), run_stream(run_id), self.store, run_id=run_id).load()
         self.llm = llm
         self.gateway = LlmGateway(llm if llm is not None else provider_from_settings(settings))
-        # Only the function draws on the budget (its tools get no ToolContext): an in-process
-        # ledger, not a LedgerActor per run.
-        self.ledger = open_ledger(self.store, run_id, streams=[self.shell.stream_id])
-        self._tools: dict[str, Any] = {}
+        # The run's budget in this process; it moves to a LedgerActor only when a tool that
+        # makes calls of its own is created (`share_ledger`).
+        self.ledger = open_ledger(self.store, run_id, shared=True, streams=None)
+        self._tools: dict[tuple[str, str], Any] = {}
 
     def serve(self, start: Any) -> dict[str, Any]:
         start = from_wire(start)
@@ -134,10 +136,19 @@ class FunctionActor:
         return {"version": self.shell.version, "state": self.shell.state.model_dump(mode="json")}
 
     def tool_handle(self, name: str) -> Any:
-        if name not in self._tools:
-            root = self.shell.state.params.get("root", ".")
-            self._tools[name] = Registry.get_tool(name, placement=self.settings.placement, root=root)
-        return self._tools[name]
+        """The tool's Ray actor, created on first use in the run's folder as it is then (a
+        function may move to another with `ctx.use_folder`: the tool is created anew there).
+        A tool that makes calls of its own (`uses_context`) draws on the run's budget."""
+        root = self.shell.state.root
+        if (name, root) not in self._tools:
+            config: dict[str, Any] = {"root": root}
+            if getattr(Registry.tool_class(name), "uses_context", False):
+                config["context"] = ToolContext(
+                    run_id=self.run_id, tool=name, store_url=self.settings.store_url, settings=self.settings,
+                    provider=self.llm, ledger=share_ledger(self.ledger),
+                )  # fmt: skip
+            self._tools[(name, root)] = Registry.get_tool(name, placement=self.settings.placement, **config)
+        return self._tools[(name, root)]
 
 
 def begin_serving(run: ActorShell[Any], shell: ActorShell[Any]) -> None:
@@ -163,7 +174,7 @@ def record_outcome(run: ActorShell[Any], shell: ActorShell[Any], outcome: Outcom
     if outcome.status == "waiting":
         run.handle(Wait(key=f"wait:{run.version}", waiting_for=outcome.waiting_for or "", until=outcome.until), causation_id=cause)
         return Usage()
-    used = run_usage(shell.store, shell.run_id, [shell.stream_id])
+    used = run_usage(shell.store, shell.run_id)  # the function's calls and those its tools made
     if outcome.status == "completed":
         command: Any = Complete(key="finish", result=outcome.result or "", llm_calls=used.calls, tokens=used.tokens)
     else:
@@ -199,8 +210,10 @@ class FunctionRun(RunKind):
         root: str = ".",
         model: str | None = None,
         llm_params: dict[str, Any] | None = None,
+        options: dict[str, Any] | None = None,
     ) -> RunHandle:
-        """`function`: the agent function, or its import path ("package.module:name")."""
+        """`function`: the agent function, or its import path ("package.module:name");
+        `options`: keyword arguments it is called with besides the goal (JSON values)."""
         if function is None:
             raise ValueError("name the agent function: Client.submit(goal, agent=my_agent) or agent='pkg.mod:my_agent'")
         try:
@@ -211,15 +224,29 @@ class FunctionRun(RunKind):
             load_agent(path)  # before anything is written
         except ImportPathError as e:
             raise ValueError(str(e)) from None  # one line naming the path and what to install
+        return self.start(client, goal, run_id=run_id, budget=budget, path=path, root=str(root), model=model,
+                          llm_params=llm_params, options=options or {})  # fmt: skip
+
+    def start(
+        self, client: Client, goal: str, *, run_id: str, budget: Budget, path: str, root: str, model: str | None,
+        llm_params: dict[str, Any] | None, options: dict[str, Any],
+    ) -> RunHandle:
+        """Record the run of the function at `path` and serve it (a run kind built on a
+        function of its own calls this from its `submit`)."""
+        try:
+            json.dumps(options)
+        except (TypeError, ValueError) as e:
+            raise ValueError(f"an agent's options must be JSON values: {e}") from None
         settings = client.ensure_llm()
         client.ensure_ray()
         params = dict(DEFAULT_PARAMS if llm_params is None else llm_params)
         chosen = model or settings.llm_model
         client.begin_run(
             run_id, goal=goal, agent=self.name,
-            params={"agent": path, "root": root, "model": chosen, "llm_params": params}, budget=budget,
+            params={"agent": path, "root": root, "model": chosen, "llm_params": params, **({"options": options} if options else {})},
+            budget=budget,
         )  # fmt: skip
-        start = StartFunction(key="start", agent=path, goal=goal, model=chosen, params=params)
+        start = StartFunction(key="start", agent=path, goal=goal, model=chosen, params=params, root=root, options=options)
         return self._spawn(client, run_id, settings, start)
 
     def _spawn(self, client: Client, run_id: str, settings: Settings, start: StartFunction) -> RunHandle:
@@ -297,14 +324,12 @@ class FunctionRun(RunKind):
             )
             for e in prefix
         ]
-        after = max((getattr(e, "call_index", 0) for e in prefix), default=0)
+        after = max((call_of(e) or 0 for e in prefix), default=0)
         new_stream = function_stream(new_id)
         client.store.append(new_stream, copies, 0)
         forked = FunctionForked(origin_run=run_id, origin_position=at, after_call=after, model=model, params=llm_params)
         client.store.append(new_stream, [forked.stamp(run_id=new_id, command_id="fork")], len(copies))
-        first: Any = prefix[0]
-        start = StartFunction(key="start", agent=first.agent, goal=first.goal, model=first.model, params=first.params)
-        return self._spawn(client, new_id, settings, start)
+        return self._spawn(client, new_id, settings, StartFunction.of(prefix[0]))
 
     # -- reading its log -------------------------------------------------------------------------
 
@@ -407,8 +432,7 @@ def start_of(store: EventStore, run_id: str) -> StartFunction:
     events = store.read_stream(function_stream(run_id))
     if not events:
         raise ValueError(f"run {run_id}'s agent function never started: there is nothing to resume (submit it again)")
-    first: Any = events[0]
-    return StartFunction(key="start", agent=first.agent, goal=first.goal, model=first.model, params=first.params)
+    return StartFunction.of(events[0])
 
 
 def wake(settings: Settings, run_id: str, llm: Any = None) -> Any:

@@ -83,6 +83,8 @@ def run_agent(
     budget: Budget | None = None,
     tools: dict[str, Any] | None = None,
     clock: Callable[[], datetime] | None = None,
+    root: str = ".",
+    options: dict[str, Any] | None = None,
 ) -> LocalRun:
     """Run an agent function to its end (or its first wait for a signal) in this process.
 
@@ -91,7 +93,8 @@ def run_agent(
     (a temporary `sqlite:///...` keeps the log). `tools`: name -> an object with `execute`,
     used instead of creating the registered tool. `clock`: what "now" is (a function
     returning an aware datetime), so a test can pass a durable timer's time at once:
-    a long `ctx.sleep` comes back "waiting" with `wake_at`; move the clock on and `resume()`."""
+    a long `ctx.sleep` comes back "waiting" with `wake_at`; move the clock on and `resume()`.
+    `root`: the folder the run's tools work in; `options`: the function's keyword arguments."""
     provider = model if hasattr(model, "complete") else ScriptedProvider(list(model) if isinstance(model, (list, tuple)) else model)
     store = store if isinstance(store, EventStore) else EventStore(store)
     run_id = run_id or uuid.uuid4().hex[:12]
@@ -101,10 +104,10 @@ def run_agent(
     lifecycle = ActorShell(RunLifecycle(), run_stream(run_id), store, run_id=run_id).load()
     lifecycle.handle(Submit(
         key="submit", goal=goal, agent="function", budget=budget or Budget(),
-        params={"agent": path, "root": ".", "model": "scripted", "llm_params": params},
+        params={"agent": path, "root": root, "model": "scripted", "llm_params": params},
     ))  # fmt: skip
     shell = ActorShell(FunctionBehaviour(), function_stream(run_id), store, run_id=run_id).load()
-    shell.handle(StartFunction(key="start", agent=path, goal=goal, model="scripted", params=params))
+    shell.handle(StartFunction(key="start", agent=path, goal=goal, model="scripted", params=params, root=root, options=options or {}))
     return _serve(store, run_id, provider, dict(tools or {}), clock)
 
 
@@ -117,10 +120,10 @@ def _serve(
 
     def invoke(name: str, args: dict[str, Any]) -> str:
         if name not in tools:
-            tools[name] = Registry.tool_class(name)(root=shell.state.params.get("root", "."))
+            tools[name] = Registry.tool_class(name)(root=shell.state.root)
         return tools[name].execute(**args)
 
-    ledger = open_ledger(store, run_id, streams=[shell.stream_id])  # the run's budget, in this process
+    ledger = open_ledger(store, run_id)  # the run's budget, in this process (its tools' calls too)
     effects = LiveDurable(LiveEffects(LlmGateway(provider), invoke, ledger), store, run_id, clock)
     outcome = run_until_settled(shell, load_agent(shell.state.agent), effects)
     record_outcome(lifecycle, shell, outcome)

@@ -165,3 +165,117 @@ def test_the_budget_refuses_a_call_and_the_run_fails_and_replays():
     assert run.status == "failed" and run.error.type == "budget_exhausted"
     assert provider.calls == 1
     assert_replays(run.store, run.run_id)
+
+
+# -- events of the agent's own, options, a failure with its own error, a behaviour in-line -------
+
+from actors.runtime.behaviour import Behaviour, Command  # noqa: E402
+from actors.runtime.durable import Failure  # noqa: E402
+from actors.runtime.effects import CallLlm, LlmReturned  # noqa: E402
+from actors.runtime.llm.types import LlmRequest  # noqa: E402
+from events.base import Event, State  # noqa: E402
+from events.errors import ErrorInfo  # noqa: E402
+from events.registry import event_type  # noqa: E402
+
+
+@event_type("TestNoted")
+class Noted(Event):
+    text: str
+
+
+NOTE = {"text": "first"}
+
+
+@agent
+def noting(ctx, goal: str, *, times: int = 1) -> str:
+    for i in range(times):
+        ctx.emit(Noted(text=f"{NOTE['text']} {i}"))
+        ctx.llm(f"{goal} {i}")
+    if goal == "fail":
+        raise Failure(ErrorInfo(type="my_error", reason="because", message="it had to"))
+    return "done"
+
+
+def test_emitted_events_are_recorded_once_served_on_a_rerun_and_checked_in_replay():
+    run = run_agent(noting, "g", model=["a", "b"], options={"times": 2})
+    stream = run.store.read_stream(function_stream(run.run_id))
+    assert [e.text for e in stream if e.type_name == "TestNoted"] == ["first 0", "first 1"]
+    assert [e.command_id for e in stream if e.type_name == "TestNoted"] == ["call:1", "call:3"]
+    resumed = run.resume()  # a finished run re-served appends nothing
+    assert len(resumed.store.read_stream(function_stream(run.run_id))) == len(stream)
+    assert_replays(run.store, run.run_id)
+    NOTE["text"] = "changed"
+    try:
+        from actors.runtime.replay import replay_run
+
+        report = replay_run(run.store, run.run_id)
+    finally:
+        NOTE["text"] = "first"
+    assert not report.ok and "non-determinism at call 1" in report.divergence.reason
+    assert "emit(TestNoted)" in report.divergence.reason
+
+
+def test_a_failure_ends_the_run_with_its_own_error():
+    run = run_agent(noting, "fail", model=["a"])
+    assert run.status == "failed" and (run.error.type, run.error.reason) == ("my_error", "because")
+    assert_replays(run.store, run.run_id)
+
+
+class Count(State):
+    n: int = 0
+    done: bool = False
+
+
+class Begin(Command):
+    pass
+
+
+@event_type("TestCounted")
+class Counted(Event):
+    n: int
+
+
+class Counter(Behaviour[Count]):
+    """Asks the model until it says "stop"; `stuck` never advances (a bug drive must catch)."""
+
+    name = "counter"
+    state_type = Count
+
+    def __init__(self, stuck: bool = False) -> None:
+        self.stuck = stuck
+
+    def next_effect(self, state: Count) -> CallLlm | None:
+        if state.done:
+            return None
+        return CallLlm(request=LlmRequest(model="m", messages=[{"role": "user", "content": f"n={state.n}"}]), call_index=state.n + 1)
+
+    def decide(self, state: Count, command: Command) -> list[Event]:
+        if isinstance(command, Begin):
+            return [Counted(n=0)]
+        assert isinstance(command, LlmReturned)
+        return [*command.events, Counted(n=state.n + (0 if self.stuck else 1))]
+
+    def evolve(self, state: Count, event: Event) -> Count:
+        if isinstance(event, Counted):
+            return state.model_copy(update={"n": event.n})
+        if event.type_name == "LlmCompleted":
+            return state.model_copy(update={"done": event.content == "stop"})
+        return state
+
+
+@agent
+def counting(ctx, goal: str, *, stuck: bool = False) -> str:
+    return str(ctx.drive(Counter(stuck), Begin(key="begin")).n)
+
+
+def test_a_behaviour_runs_in_line_its_calls_and_decisions_recorded_and_replayed():
+    run = run_agent(counting, "g", model=["go", "go", "stop"])
+    assert run.answer == "3"
+    types = [e.type_name for e in run.store.read_stream(function_stream(run.run_id))]
+    assert types.count("LlmRequested") == 3 and types.count("TestCounted") == 4
+    assert assert_replays(run.store, run.run_id).llm_calls == 3
+
+
+def test_a_behaviour_that_does_not_advance_is_an_error_not_a_loop():
+    run = run_agent(counting, "g", model=["go"] * 5, options={"stuck": True})
+    assert run.status == "failed" and "does not advance" in run.error.message

@@ -27,7 +27,7 @@ PURE_CORES = (
     "actors.agent.parsing",
     "actors.agent.policy",
     "actors.agent.prompt",
-    "actors.research.researcher",
+    "actors.research.prompts",
     "actors.codeqa.orchestrator",
     "actors.tasks.workflow",
     "actors.tasks.dispatcher",

@@ -1,6 +1,6 @@
 """The run-wide budget ledger, in-process (no Ray): reservations, refusals, the count rebuilt
 from the log, tool streams that serve a re-run what they recorded, and every workload's calls
-(the agent's, the researcher's plan and report, the tools' own, a task workflow's) drawn on
+(the agent's, the tools' own, a task workflow's; the researcher's in test_researcher.py) drawn on
 one budget and counted from the log."""
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ import pytest
 
 from actors.agent.kind import replay_agent_stream
 from actors.agent.react import ReactAgent, StartAgent
-from actors.research.researcher import Researcher, StartResearch
 from actors.runtime.budget import ledger_from_log, open_ledger, run_usage
 from actors.runtime.ledger import (
     BUDGET_EXHAUSTED,
@@ -234,26 +233,6 @@ def test_a_react_runs_budget_counts_the_calls_its_tools_make(tmp_path):
     original = store.read_stream("agent:r")
     replayed, divergence = replay_agent_stream(ReactAgent(), "agent:r", original, "r")
     assert divergence is None and len(replayed) == len(original)
-
-
-def test_the_researchers_plan_and_report_draw_on_the_run_budget(tmp_path):
-    store = EventStore(f"sqlite:///{tmp_path / 'c.db'}")
-    begin(store, "r", Budget(max_llm_calls=2))
-    ledger = open_ledger(store, "r")
-    shell = ActorShell(Researcher(), "agent:r", store, run_id="r").load()
-    shell.handle(StartResearch(key="start", objective="Where are payments recorded?", root=".", tools=[SEARCH],
-                               max_iterations=4, model="m", budget=Budget(max_llm_calls=2)))
-    tool = ThinkingTool(ToolContext(run_id="r", tool="search_files", store_url=store.url,
-                                    provider=ScriptedProvider(["x"]), ledger=ledger))
-    fake = ScriptedProvider(lambda r: fake_llm._step("Search.", "search_files", query="payments")
-                            if "Step" in str(r.messages[-1]["content"]) else fake_research.researcher(r))
-    drive(shell, LiveEffects(LlmGateway(fake), local_invoker({"search_files": tool}), ledger))
-    state = shell.state
-    # The plan (1) and the first step (2) spend it; the agent's own count (1 call) never reached 2.
-    assert state.status == "failed" and state.error.type == BUDGET_EXHAUSTED
-    assert state.agent.llm_calls == 1 and requests_in(store, "r") == 2
-    replayed, divergence = replay_agent_stream(Researcher(), "agent:r", store.read_stream("agent:r"), "r")
-    assert divergence is None
 
 
 def test_a_task_workflow_makes_at_most_its_budget_of_calls_and_replays(tmp_path):

@@ -1,13 +1,12 @@
 """The facts: event types, codec, upcasting. Importing `events` registers every event type
 and loads no store: the store (and its database drivers) is `events.store`."""
 
-from events import (  # noqa: F401  (register the runtime event types)  # noqa: F401  (the relay and research workloads' event types)
+from events import (  # noqa: F401  (register the runtime event types)  # noqa: F401  (the relay workload's event types)
     agent,
     debug,  # noqa: F401  (what a person did while debugging: an edited completion)
     durable,  # noqa: F401  (agents written as plain functions)
     effects,
     relay,
-    research,
     runs,
     simulation,  # noqa: F401  (the world simulation's event types, seed 002)
     tasks,  # noqa: F401  (the task workflows' event types, seed 001)

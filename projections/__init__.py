@@ -20,11 +20,6 @@ from projections.projection import (
     registered_projections,
 )
 from projections.relay_checkpoints import RelayCheckpoints, RelayCheckpointsProjection
-from projections.research_history import (
-    ResearchHistory,
-    ResearchHistoryProjection,
-    ResearchRecord,
-)
 from projections.runner import ProjectionRunner, ProjectionStatus, RebuildResult
 from projections.runs import RunsProjection, RunsView
 from projections.snapshot_files import ActorSnapshot, read_snapshot
@@ -43,9 +38,6 @@ __all__ = [
     "RebuildResult",
     "RelayCheckpoints",
     "RelayCheckpointsProjection",
-    "ResearchHistory",
-    "ResearchHistoryProjection",
-    "ResearchRecord",
     "RunsProjection",
     "RunsView",
     "SnapshotProjection",

@@ -4,7 +4,7 @@
     chorus research --history [--status S] [--json]     past research, newest first
     chorus research --show RUN [--json]                 a past run's full report, again
 
-Reports and history come from the research-history view (projections/research_history.py),
+Reports and history come from the research-history view (actors/research/history.py),
 caught up from the log first; nothing is re-run.
 """
 
@@ -21,7 +21,7 @@ from actors.runtime.client import Client
 from actors.runtime.console import follow_run, open_store
 from actors.runtime.errors import UserError
 from events.runs import DEFAULT_MAX_LLM_CALLS, Budget
-from projections.research_history import ResearchHistory
+from actors.research.history import ResearchHistory
 
 RESEARCHER = "researcher"  # the run kind (actors.research.kind.ResearchRun)
 

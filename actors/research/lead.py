@@ -21,7 +21,7 @@ from actors.runtime.durable import Context, Failure, ToolError
 from actors.runtime.ledger import BudgetExhausted
 from events.agent import ToolSpec
 from events.errors import ErrorInfo
-from events.research import (
+from actors.research.events import (
     IndexingCompleted,
     IndexingStarted,
     PlanMade,

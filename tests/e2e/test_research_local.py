@@ -14,7 +14,7 @@ import pytest
 from actors import Client
 from actors.runtime.replay import replay_run
 from actors.runtime.settings import Settings
-from projections.research_history import ResearchHistory
+from actors.research.history import ResearchHistory
 from tests.support import fake_research
 from tests.support.ray_env import worker_path
 

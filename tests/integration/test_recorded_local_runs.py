@@ -29,7 +29,7 @@ from actors.simulation.session import Canonical
 from events.effects import LlmCompleted, LlmFailed
 from events.relay import BatonPassed, EscalationRaised, TurnVerified, WorkspaceChanged
 from events.simulation import CycleCommitted, SynthCognized
-from projections.research_history import ResearchHistory
+from actors.research.history import ResearchHistory
 
 RUNS = Path(__file__).parents[1] / "fixtures" / "runs"
 

@@ -12,7 +12,7 @@ from actors import Client
 from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
 from actors.runtime.replay import replay_run
-from projections.research_history import ResearchHistory
+from actors.research.history import ResearchHistory
 from tests.support import fake_research
 
 pytestmark = pytest.mark.ray

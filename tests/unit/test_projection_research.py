@@ -16,7 +16,7 @@ from events import ErrorInfo, Event
 from events.store import EventStore, Recorded
 from events.agent import AgentStarted, AnswerGiven, StepDecided, StepRejected
 from events.effects import LlmCompleted, LlmRequested, ToolCalled, ToolReturned
-from events.research import (
+from actors.research.events import (
     IndexingCompleted,
     IndexingStarted,
     ReportWritten,
@@ -25,13 +25,8 @@ from events.research import (
     ResearchStarted,
 )
 from events.runs import RunSubmitted
-from projections import (
-    ProjectionRunner,
-    ResearchHistory,
-    ResearchHistoryProjection,
-    ViewCursor,
-)
-from projections.research_history import ResearchStep
+from projections import ProjectionRunner, ViewCursor
+from actors.research.history import ResearchHistory, ResearchHistoryProjection, ResearchStep
 
 T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 TABLES = ResearchHistoryProjection.tables

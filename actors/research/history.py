@@ -1,7 +1,7 @@
 """Research history: seed 000's `research_history` table, one row per research run.
 
 A row starts at ResearchRequested and follows the run's lifecycle events
-(events/research.py): PENDING → INDEXING → RUNNING → COMPLETED | FAILED, the latest
+(actors/research/events.py): PENDING → INDEXING → RUNNING → COMPLETED | FAILED, the latest
 one deciding (a resumed run may leave FAILED again). `log_stream` is the JSON array of
 the run's agent steps, from the agent events that carry its run_id, in log order:
 
@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import actors.research.events  # noqa: F401  (registers the event types this view reads)
 from events.errors import ErrorInfo
 from events.store import EventStore, Recorded
 from projections.columns import clean, json_column, timestamp_text

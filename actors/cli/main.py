@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -68,7 +69,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         # recorded agent on replay or fork) is found in the working folder, as `python -m`
         # finds it; a local Ray's workers get the driver's working folder on their path too.
         sys.path.insert(0, os.getcwd())
-    parser = _parser()
+    return dispatch(_parser(), argv)
+
+
+def dispatch(parser: argparse.ArgumentParser, argv: Sequence[str] | None = None) -> int:
+    """Parse `argv` and run the command's `func`; a user's mistake is one line on stderr and
+    exit 2. A command line of its own built on this one (`python -m evals`) runs through here
+    too."""
+    name = getattr(parser, "command", parser.prog)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()
@@ -76,7 +84,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except KeyboardInterrupt:
-        print("chorus: interrupted", file=sys.stderr)
+        print(f"{name}: interrupted", file=sys.stderr)
         return 130
     except BrokenPipeError:  # `chorus events RUN | head`: the reader has had enough
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
@@ -84,7 +92,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     except Exception as e:  # noqa: BLE001 - the one place exceptions become one line
         if not (is_user_error(e) or isinstance(e, PATH_ERRORS)):
             raise
-        print(f"chorus: error: {one_line(e)}", file=sys.stderr)
+        print(f"{name}: error: {one_line(e)}", file=sys.stderr)
         return 2
 
 
@@ -92,8 +100,10 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse, with its errors as one line (`chorus: error: ...`) and exit 2 like every
     other bad input; the usage is one `--help` away. Sub-commands inherit the class."""
 
+    command = "chorus"  # what the one line starts with
+
     def error(self, message: str) -> NoReturn:
-        print(f"chorus: error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
+        print(f"{self.command}: error: {self.prog}: {message} (see {self.prog} --help)", file=sys.stderr)
         sys.exit(2)
 
 
@@ -178,11 +188,14 @@ def _parser() -> argparse.ArgumentParser:
 
     for kind in kinds[1:]:
         kind.add_commands(sub)
-    measure = sub.add_parser("eval", help="measure a workload: retrieval against known answer files, the relay on HumanEval")
-    evals = measure.add_subparsers(metavar="WHAT")
-    for kind in kinds:
-        kind.add_eval_commands(evals)
-    measure.set_defaults(func=lambda args: (measure.print_help(), 2)[1])
+    moved = sub.add_parser(
+        "eval",
+        help="moved: the measurements (retrieval, the relay on HumanEval) are `python -m evals` in a checkout",
+        description="The measurements left the product: from a Chorus checkout, run "
+        "`.venv/bin/python -m evals retrieval ...` or `.venv/bin/python -m evals relay ...`.",
+    )
+    moved.add_argument("rest", nargs=argparse.REMAINDER, metavar="...", help="what to measure, as before")
+    moved.set_defaults(func=cmd_eval_moved)
     views.add_parsers(sub)
     serve.add_parser(sub)
     signals.add_parser(sub)  # agent functions that wait for a person
@@ -190,6 +203,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 # -- commands ---------------------------------------------------------------------------------
+
+
+def cmd_eval_moved(args: argparse.Namespace) -> int:
+    what = shlex.join(args.rest) if args.rest else "retrieval|relay ..."
+    raise UserError(f"`chorus eval` moved out of the product: from a Chorus checkout run `.venv/bin/python -m evals {what}`")
 
 
 def cmd_runs(args: argparse.Namespace) -> int:

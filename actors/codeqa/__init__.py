@@ -6,10 +6,9 @@ and five tools over a folder of repositories, including HyDE semantic file searc
     fusion.py, formatting.py        semantic search's rankings fused; what the tools print
     hyde.py, occurrences.py, repos.py, retrieval.py, config.py   what the tools build on
     answer.py                       which lines an answer relied on
-    evaluation.py, eval_cli.py      `chorus eval retrieval`: keyword vs embedding vs HyDE
     Ray shell                       the agent's (`actors.agent.actor.AgentActor`)
     kind.py                         its RunKind, `CodeQuestionRun`; cli.py, `chorus ask`
 """
 
-__all__ = ["answer", "cli", "config", "eval_cli", "evaluation", "formatting", "fusion", "hyde", "kind", "occurrences", "orchestrator",
+__all__ = ["answer", "cli", "config", "formatting", "fusion", "hyde", "kind", "occurrences", "orchestrator",
            "repos", "retrieval", "tools"]

@@ -1,5 +1,5 @@
 """Code-question runs (seed 003) as the runtime sees them: an agent run led by the
-`Orchestrator`, with the `chorus ask` and `chorus eval retrieval` verbs."""
+`Orchestrator`, with the `chorus ask` verb."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import argparse
 import actors.codeqa.orchestrator  # noqa: F401  (registers the orchestrator agent)
 import actors.codeqa.tools  # noqa: F401  (registers seed 003's five repository tools)
 from actors.agent.kind import AgentRunKind
-from actors.codeqa import cli, eval_cli
+from actors.codeqa import cli
 from actors.runtime.registry import Registry
 
 
@@ -19,6 +19,3 @@ class CodeQuestionRun(AgentRunKind):
 
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         cli.add_parsers(subparsers)
-
-    def add_eval_commands(self, evals: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-        eval_cli.add_parsers(evals)

@@ -1,4 +1,4 @@
-"""Rankers for the retrieval evaluation (`chorus eval retrieval`): each turns a question into
+"""Rankers for the retrieval evaluation (`python -m evals retrieval`): each turns a question into
 file paths, best first, relative to one repository folder, exactly as the tools rank them.
 
     rank = keyword_ranker(repo_dir)            # search_keyword's counting over the question's terms

@@ -41,7 +41,7 @@ from actors.runtime.registry import Registry, Tool
 EMBED_BATCH = 64
 # The variant the research tools index and search. Headers tied plain chunks on the development
 # questions (MRR 0.89 both; recall@5 1.00 against 0.92: one question), too thin a margin to
-# re-embed every existing index for; `chorus eval retrieval --methods embedding,embedding-headers`.
+# re-embed every existing index for; `python -m evals retrieval --methods embedding,embedding-headers`.
 INDEX_HEADERS = False
 
 

@@ -24,7 +24,7 @@ import argparse
 import threading
 from typing import Any, ClassVar
 
-from actors.relay import cli, eval_cli
+from actors.relay import cli
 from actors.relay.fork import fork_relay
 from actors.relay.progress import describe
 from actors.relay.recording import scheduler_stream
@@ -171,6 +171,3 @@ class RelayRun(RunKind):
 
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         cli.add_parsers(subparsers)
-
-    def add_eval_commands(self, evals: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-        eval_cli.add_parsers(evals)

@@ -143,7 +143,3 @@ class RunKind:
 
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         """Add this kind's verbs to the `chorus` command (each sets `func`)."""
-
-    def add_eval_commands(self, evals: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
-        """Add this kind's measurements under `chorus eval` (`chorus eval retrieval`,
-        `chorus eval relay`; each sets `func`)."""

@@ -29,11 +29,11 @@ from pathlib import Path
 
 import numpy as np
 
-from actors.codeqa.evaluation import load_questions
 from actors.index.cards import file_card
 from actors.index.lexical import fuse
 from actors.index.repository import scan
 from actors.runtime.registry import Registry
+from evals.retrieval import load_questions
 from tests.bench.bench_fusion import Key, files, print_mrr, sides
 
 Row = tuple[list[str], list[Key], list[Key], list[str]]  # gold, dense, lexical, cards

@@ -3,7 +3,7 @@
 For each question the dense and the lexical rankings (50 chunks each) are read once from the
 repository index; each variant then fuses them without touching the index again, so all
 variants see exactly the same inputs. `chunk-rrf` is what `ranking="hybrid"` does (it
-reproduces `chorus eval retrieval`'s hybrid figures); `file-rrf` fuses the two sides' file
+reproduces `python -m evals retrieval`'s hybrid figures); `file-rrf` fuses the two sides' file
 rankings instead of their chunks; `k=10` and `l1.5` change RRF's constant and the lexical
 weight. The `convex` variants fuse the two sides' *scores* instead of their ranks (Bruch et
 al., "An Analysis of Fusion Functions for Hybrid Retrieval"): each side's scores over its 50
@@ -31,12 +31,12 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from actors.codeqa.evaluation import EvalError, Question, _prepare, load_questions, reciprocal_rank
 from actors.index.hybrid import search_index
 from actors.index.lexical import fuse
 from actors.index.vectors import open_index
 from actors.runtime.registry import Registry
 from actors.runtime.settings import Settings
+from evals.retrieval import EvalError, Question, _prepare, load_questions, reciprocal_rank
 
 Key = tuple[str, int, int]
 Scored = Sequence[tuple[Key, float]]

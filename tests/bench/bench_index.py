@@ -1,7 +1,7 @@
 """Indexing throughput of the RepositoryIndexer over the installed eventsourcing package,
 against its baseline measured in the same run: embedding the same chunks with the same model
 and nothing else (no scan, no chunking, no Qdrant). Also the re-index of an unchanged
-repository (only hashing), and retrieval figures come from `chorus eval retrieval`.
+repository (only hashing), and retrieval figures come from `python -m evals retrieval`.
 
     .venv/bin/python -m tests.bench.bench_index [--rounds 2]
 """

@@ -3,7 +3,7 @@ file, a git workspace, the real verifier (ruff and pytest in the sandbox) and th
 llama.cpp server with Qwen2.5-Coder-1.5B (the builder's call and the verifier's). The run
 then replays with no model and no checks run, and the workspace's git tree is the fold of
 its log. What the model achieves is not asserted here; that is measured on HumanEval by
-`chorus eval relay` (BENCHMARKS.md).
+`python -m evals relay` (BENCHMARKS.md).
 
 What a longer relay on this model does (two items, a retry each, escalations, batons and
 verdicts paired with the builder's calls, the tree the fold of the log) is asserted on the

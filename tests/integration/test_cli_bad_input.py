@@ -158,14 +158,8 @@ CASES = [
     case("task-file-is-folder", "task", "--file", "{D}/folder"),
     case("task-templates-is-file", "task", "(list 1 2)", "--templates", "{D}/afile"),
     case("task-index-is-folder", "task", "(list 1 2)", "--index", "{D}/folder"),
-    # eval retrieval
-    case("eval-missing-questions", "eval", "retrieval", "{D}/missing.json", "--root", "{D}"),
-    case("eval-questions-not-json", "eval", "retrieval", "{D}/bad.json", "--repo", "{D}"),
-    case("eval-gold-not-a-list", "eval", "retrieval", "{D}/gold5.json", "--repo", "{D}"),
-    case("eval-questions-is-folder", "eval", "retrieval", "{D}/folder", "--repo", "{D}"),
-    case("eval-missing-repo", "eval", "retrieval", "{D}/questions.json", "--root", "{D}/nope"),
-    case("eval-no-root", "eval", "retrieval", "{D}/questions.json"),
-    case("eval-unknown-method", "eval", "retrieval", "{D}/questions.json", "--repo", "{D}", "--methods", "magic"),
+    # eval: moved out of the product (`python -m evals`, tests/integration/test_evals_bad_input.py)
+    case("eval-moved", "eval", "retrieval", "{D}/questions.json", "--root", "{D}"),
     # model
     case("model-gguf-missing", "model", CHORUS_GGUF="{D}/missing.gguf"),
     case("model-gguf-folder", "model", CHORUS_GGUF="{D}/folder"),
@@ -253,7 +247,6 @@ def _prepare(root: Path, db: Path) -> Path:
     (root / "afile").write_text("a regular file\n")
     (root / "folder").mkdir()
     (root / "bad.json").write_text("{not json\n")
-    (root / "gold5.json").write_text('{"questions": [{"q": "where?", "gold": 5}]}')
     (root / "questions.json").write_text('{"questions": [{"q": "where?", "gold": ["a.py"]}]}')
     good = FIXTURE.read_text().splitlines()
     (root / "missing_keys.jsonl").write_text(good[0] + "\n" + '{"type": "AgentStarted"}\n')

@@ -1,4 +1,4 @@
-"""`chorus eval relay` through the real command, over HTTP to a scripted OpenAI-compatible
+"""`python -m evals relay` through the real command, over HTTP to a scripted OpenAI-compatible
 endpoint: a builder that is wrong until a verifier's defect capsule tells it why, so the
 single shot fails where the relay passes on its second turn, and the hidden tests judge
 both. Also the verifier's coherence modes, which decide what such a run costs."""
@@ -10,17 +10,19 @@ import os
 import re
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
-from actors.relay.humaneval import load_problems
 from actors.relay.recording import verifier_stream
 from actors.relay.verifier import Verifier
 from actors.runtime.llm.types import LlmRequest
 from events.effects import LlmRequested
 from events.store import EventStore
+from evals.humaneval import load_problems
 from tests.support.sim_endpoint import serving
 
+ROOT = Path(__file__).resolve().parents[2]
 PROBLEMS = {p.entry_point: p for p in load_problems()}
 COHERENT = json.dumps({"meets_criteria": True, "reason": "the body does what the docstring says", "unmet": []})
 
@@ -37,10 +39,11 @@ def learner(request: LlmRequest) -> str:
     return f"I completed {name}.\n\nFile: solution.py\n```python\n{p.prompt}{body}```\n\nVerification hints:\n- pytest\n"
 
 
-def chorus(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+def evals(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "actors.cli", *args],
+        [sys.executable, "-m", "evals", *args],
         env={**os.environ, **env},
+        cwd=ROOT,  # `python -m evals` runs from a checkout
         capture_output=True,
         text=True,
         timeout=300,
@@ -55,7 +58,7 @@ def env(tmp_path):
 
 def test_the_relay_passes_where_a_single_shot_fails_and_the_table_says_so(env, tmp_path):
     out = tmp_path / "eval"
-    done = chorus(env, "eval", "relay", "--problems", "0,2", "--out", str(out))
+    done = evals(env, "relay", "--problems", "0,2", "--out", str(out))
     assert done.returncode == 0, done.stderr
     rows = {line.split("|")[1].strip(): line for line in done.stdout.splitlines() if line.startswith("| s") or line.startswith("| r")}
     assert "0.0% (0/2)" in rows["single"] and "100.0% (2/2)" in rows["relay"], done.stdout
@@ -93,7 +96,7 @@ def test_a_verifier_asks_for_coherence_as_configured():
     ],
 )
 def test_bad_input_is_one_line_and_exit_2(env, tmp_path, args, message):
-    done = chorus(env, "eval", "relay", "--out", str(tmp_path / "o"), *args)
+    done = evals(env, "relay", "--out", str(tmp_path / "o"), *args)
     assert done.returncode == 2
     assert message in done.stderr and len(done.stderr.strip().splitlines()) == 1
     assert not (tmp_path / "o").exists()

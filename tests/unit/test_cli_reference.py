@@ -58,7 +58,7 @@ def test_one_spelling_per_thing(parser):
     shown = _visible_options(parser)
     for verb, options in shown.items():
         assert not options & {"--repo", "--repos", "--workspace"}, verb
-    assert {v for v, o in shown.items() if "--root" in o} >= {"run", "ask", "research", "relay", "task", "eval retrieval"}
+    assert {v for v, o in shown.items() if "--root" in o} >= {"run", "ask", "research", "relay", "task"}
     assert "--out" in shown["audit export"]
 
 
@@ -79,7 +79,6 @@ def test_read_verbs_have_json(parser):
         (["research", "q", "--repo", "D"], ["research", "q", "--root", "D"], "repo"),
         (["relay", "g", "--workspace", "D"], ["relay", "g", "--root", "D"], "workspace"),
         (["task", "(+ 1 2)", "--workspace", "D"], ["task", "(+ 1 2)", "--root", "D"], "workspace"),
-        (["eval", "retrieval", "q.json", "--repo", "D"], ["eval", "retrieval", "q.json", "--root", "D"], "repo"),
     ],
 )
 def test_old_spellings_are_hidden_aliases(parser, old, new, dest):

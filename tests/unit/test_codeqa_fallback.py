@@ -150,20 +150,3 @@ def test_hybrid_is_the_default_ranking_and_the_configuration_chooses_another(tmp
     assert chosen.ranking == "hybrid-hyde"
     with pytest.raises(ConfigError, match="semantic_search.ranking: Value error, must be one of hybrid, hyde, hybrid-hyde, dense, lexical, not 'bm25'"):
         CodeQaConfig.load({"semantic_search": {"ranking": "bm25"}}, env={})
-
-
-def test_the_evaluation_offers_the_fallback_and_reports_how_often_hyde_ran() -> None:
-    from actors.codeqa.evaluation import LLM_METHODS, METHODS, Question, score
-
-    assert "hybrid-hyde" in METHODS and "hybrid-hyde" in LLM_METHODS  # it gets a model context
-
-    class Ranker:
-        def __call__(self, question: str) -> list[str]:
-            return ["a.py", "b.py"]
-
-        def note(self) -> str:
-            return "HyDE ran for 1 of 2 questions"
-
-    result = score("hybrid-hyde", Ranker(), [Question("q1", ("a.py",)), Question("q2", ("b.py",))])
-    assert result.mrr == pytest.approx(0.75) and result.note == "HyDE ran for 1 of 2 questions"
-    assert score("hybrid", lambda q: ["a.py"], [Question("q1", ("a.py",))]).note == ""

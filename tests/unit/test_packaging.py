@@ -33,7 +33,7 @@ def test_the_wheel_carries_the_data_the_code_reads(tmp_path):
         "projections/py.typed",
     ):
         assert needed in names, needed
-    assert not any(n.startswith(("tests/", "examples/")) for n in names)
+    assert not any(n.startswith(("tests/", "examples/", "evals/")) for n in names)
 
 
 def test_the_version_is_one_answer(capsys):

@@ -1,7 +1,7 @@
-"""`chorus eval relay [--problems 0-39]`: does verification with retries beat a single shot,
+"""`python -m evals relay [--problems 0-39]`: does verification with retries beat a single shot,
 by how much, and at what cost (seed 004's question), measured on HumanEval.
 
-Each problem (actors.relay.humaneval) is measured twice, in one run, on the same model:
+Each problem (evals.humaneval) is measured twice, in one run, on the same model:
 
     single  one Builder call on the one-item roadmap, its edits applied, nothing checked
     relay   the relay: Builder, then the Verifier (ruff, the docstring's examples as pytest
@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.relay.builder import Builder
-from actors.relay.humaneval import (
+from evals.humaneval import (
     RUFF_IGNORE,
     Problem,
     judge,
@@ -194,9 +194,9 @@ def evaluate(
 # -- the command -----------------------------------------------------------------------------------
 
 
-def add_parsers(evals: Any) -> None:
-    """`relay` under `chorus eval`."""
-    r = evals.add_parser("relay", help="HumanEval pass@1: a single builder call vs the relay with retries")
+def add_parser(sub: Any) -> None:
+    """`relay` under `python -m evals`."""
+    r = sub.add_parser("relay", help="HumanEval pass@1: a single builder call vs the relay with retries")
     r.add_argument("--problems", default="0-39", help="a range or list of problem numbers (default 0-39)")
     r.add_argument("--max-retries", type=int, default=2, help="relay retries per problem (default 2)")
     r.add_argument(

@@ -13,7 +13,7 @@ import pytest
 
 from actors.relay import checks
 from actors.relay.edits import target_file
-from actors.relay.humaneval import (
+from evals.humaneval import (
     RUFF_IGNORE,
     SOLUTION,
     TESTS,

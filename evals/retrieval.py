@@ -1,5 +1,5 @@
 """Retrieval evaluation: recall@1/5/10 and mean reciprocal rank of file rankers against gold
-files (`chorus eval retrieval`).
+files (`python -m evals retrieval`).
 
 A ranker is any `question -> ranked relative file paths`. The metrics are pure; the
 rankers (keyword counting; the repository index searched dense, lexical (BM25) or hybrid,

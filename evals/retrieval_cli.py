@@ -1,5 +1,5 @@
-"""`chorus eval retrieval QUESTIONS.json --repo PATH`: recall@1/5/10 and MRR of the
-retrieval methods side by side, measured in one run (actors/codeqa/evaluation.py).
+"""`python -m evals retrieval QUESTIONS.json --root PATH`: recall@1/5/10 and MRR of the
+retrieval methods side by side, measured in one run (evals/retrieval.py).
 
     keyword            occurrences of the question's terms per file (seed 003's search_keyword)
     embedding          plain vector search over the repository's Qdrant index (built if needed)
@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from actors.codeqa.evaluation import (
+from evals.retrieval import (
     LLM_METHODS,
     METHODS,
     load_questions,
@@ -43,9 +43,9 @@ from actors.runtime.settings import Settings
 from actors.runtime.tool_context import ToolContext
 
 
-def add_parsers(evals: Any) -> None:
-    """`retrieval` under `chorus eval`."""
-    r = evals.add_parser("retrieval", help="recall@1/5/10 and MRR of each retrieval method")
+def add_parser(sub: Any) -> None:
+    """`retrieval` under `python -m evals`."""
+    r = sub.add_parser("retrieval", help="recall@1/5/10 and MRR of each retrieval method")
     r.add_argument("questions", type=Path, metavar="FILE", help='JSON: {"questions": [{"q": ..., "gold": [path, ...]}]}')
     add_root(r, "the repository the gold paths are relative to", old="--repo", dest="repo", type=Path)
     r.add_argument(

@@ -296,7 +296,7 @@ def parse_edits(reply: str, *, default_path: str | None = None) -> list[FileEdit
         text = "\n".join(body) + ("\n" if body else "")
         found.append((block.start, FileEdit(path=path, kind="write", content=text)))
     # outside the fences: bare diffs and deletions
-    inside = set()
+    inside: set[int] = set()
     for block in blocks:
         inside.update(range(block.start, block.end))
     k = 0

@@ -1,5 +1,7 @@
-"""The facts: event types, codec, upcasting. Importing `events` registers every event type
-and loads no store: the store (and its database drivers) is `events.store`."""
+"""The facts: event types, codec, upcasting. Importing `events` registers the event types the
+runtime and several workloads share, and loads no store: the store (and its database drivers)
+is `events.store`. A workload that owns its events registers them from its own folder
+(`actors/research/events.py`, `actors/tasks/events.py`) when its plugin is loaded."""
 
 from events import (  # noqa: F401  (register the runtime event types)  # noqa: F401  (the relay workload's event types)
     agent,
@@ -9,7 +11,6 @@ from events import (  # noqa: F401  (register the runtime event types)  # noqa: 
     relay,
     runs,
     simulation,  # noqa: F401  (the world simulation's event types, seed 002)
-    tasks,  # noqa: F401  (the task workflows' event types, seed 001)
 )
 from events.base import Event, State
 from events.errors import ErrorInfo

@@ -29,7 +29,7 @@ from actors.tasks.runner import needs_llm, prepare, submit, task_result
 from actors.tasks.workflow import ForkWorkflow, StartWorkflow, task_stream
 from events.errors import ErrorInfo
 from events.runs import Budget
-from events.tasks import WorkflowForked, WorkflowStarted
+from actors.tasks.events import WorkflowForked, WorkflowStarted
 
 
 def submit_task(

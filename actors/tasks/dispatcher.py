@@ -19,7 +19,7 @@ from actors.tasks.memory import MATCHING_TASK, ContextGenerationInput
 from actors.tasks.result import SubtaskRequest, TaskResult, complete, failed
 from actors.tasks.sexp.evaluator import EvalLimits, SexpEvaluator
 from actors.tasks.task_system import TaskSystem
-from events.tasks import StepEvaluated, TemplateMatched
+from actors.tasks.events import StepEvaluated, TemplateMatched
 
 PASSTHROUGH_SYSTEM = (
     "You are a helpful assistant answering questions about the user's project. "

@@ -20,7 +20,7 @@ from actors.tasks.workflow import ForkWorkflow, StartWorkflow, task_stream
 from events.base import Event
 from events.effects import LlmCompleted, LlmFailed, ToolReturned
 from events.store import EventStore, Recorded
-from events.tasks import WorkflowFinished, WorkflowForked, WorkflowStarted
+from actors.tasks.events import WorkflowFinished, WorkflowForked, WorkflowStarted
 
 
 def plan_fork(

@@ -41,7 +41,7 @@ from events.effects import (
 )
 from events.errors import ErrorInfo
 from events.runs import BudgetExceeded
-from events.tasks import WorkflowForked
+from actors.tasks.events import WorkflowForked
 
 if TYPE_CHECKING:  # the shell is the runtime's: it brings the store, which a pure core must not
     from actors.runtime.shell import ActorShell

@@ -24,7 +24,7 @@ from actors.tasks.runner import AGENT
 from actors.tasks.workflow import ForkWorkflow, StartWorkflow, WorkflowBehaviour, execute_workflow, task_stream
 from events.base import Event
 from events.store import Recorded
-from events.tasks import WorkflowForked, WorkflowStarted
+from actors.tasks.events import WorkflowForked, WorkflowStarted
 
 
 @Registry.register_run_kind

@@ -17,7 +17,7 @@ from actors.tasks.memory import AssociativeMatchResult, ContextGenerationInput, 
 from actors.tasks.result import SubtaskRequest, TaskResult, failed
 from actors.tasks.sexp.evaluator import plain
 from actors.tasks.templates import AtomicTemplate, MissingParam, TemplateError, parse_template, substitute
-from events.tasks import TaskCalled, TaskReturned
+from actors.tasks.events import TaskCalled, TaskReturned
 
 HandlerFactory = Callable[[AtomicTemplate], Handler]
 

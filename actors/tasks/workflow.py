@@ -32,7 +32,7 @@ from actors.tasks.task_system import TaskSystem
 from actors.tasks.templates import AtomicTemplate
 from events.base import Event, State
 from events.effects import LlmCompleted, LlmFailed, ToolCalled
-from events.tasks import (
+from actors.tasks.events import (
     StepEvaluated,
     TaskCalled,
     WorkflowFinished,

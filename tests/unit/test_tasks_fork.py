@@ -14,7 +14,7 @@ from actors.tasks.journal import retarget
 from actors.tasks.runner import prepare, serve, submit
 from actors.tasks.workflow import ForkWorkflow, StartWorkflow, WorkflowBehaviour, task_stream
 from events.store import EventStore
-from events.tasks import StepEvaluated, WorkflowForked, WorkflowStarted
+from actors.tasks.events import StepEvaluated, WorkflowForked, WorkflowStarted
 from actors.runtime.replay import diff_runs
 from actors.runtime.replay import replay_run
 from tests.support.recording import record_run

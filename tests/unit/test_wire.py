@@ -14,7 +14,7 @@ from actors.runtime.wire import WireError, from_wire, to_wire
 from actors.tasks.workflow import ForkWorkflow, StartWorkflow
 from events.agent import ToolSpec
 from events.runs import Budget
-from events.tasks import WorkflowForked
+from actors.tasks.events import WorkflowForked
 
 
 def test_start_commands_come_back_equal_and_of_their_own_type():

@@ -311,3 +311,22 @@ def test_progress_is_told_the_tokens_so_far(serve: Any, tmp_path: Path) -> None:
     assert counts == sorted(counts) and seen[-1] == (6, True) and len(seen) >= 2
     assert written[0] is not None and written[0]["tokens"] == counts[0]  # readable while it streams
     assert written[-1] is None  # and gone once the answer is complete
+
+
+def interrupted_then_whole(h: BaseHTTPRequestHandler, body: dict[str, Any], n: int) -> None:
+    """What llama_cpp.server's `interrupt_requests` did: [DONE] with no finish reason, the answer
+    cut short; the second attempt is served whole."""
+    if n == 1:
+        start_sse(h)
+        send(h, chunk("par"))
+        send(h, "[DONE]")
+        h.close_connection = True
+        return
+    stream_tokens(h, ["whole ", "answer"])
+
+
+def test_an_answer_ended_with_no_finish_reason_is_not_taken_for_a_whole_one(serve: Any) -> None:
+    server = serve(interrupted_then_whole)
+    result = provider(server.url).complete(ask())
+    assert result.content == "whole answer" and len(server.bodies) == 2
+    assert [r.reason for r in result.retries] == ["server_error"]  # the retry is recorded as one

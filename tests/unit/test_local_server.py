@@ -141,6 +141,7 @@ def test_command_uses_the_servers_real_flags(tmp_path: Path) -> None:
     assert flags == {
         "--model": "/m.gguf", "--model_alias": "qwen2.5-coder-1.5b-instruct", "--host": "127.0.0.1",
         "--port": "9123", "--n_ctx": "8192", "--n_threads": "2", "--n_threads_batch": "2",
+        "--interrupt_requests": "false",  # a waiting request must not cut the running stream short
     }  # fmt: skip
     import subprocess
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 
 import atexit
 import contextlib
-import fcntl
 import importlib.util
 import json
 import os
@@ -34,7 +33,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 import urllib.error
@@ -45,6 +43,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from actors.runtime.llm.local_model import ensure_model
+from actors.runtime.machine import alive, locked, state_folder
 
 HOST = "127.0.0.1"
 SERVER_MODULES = ("llama_cpp", "uvicorn", "fastapi", "sse_starlette", "pydantic_settings", "starlette_context")
@@ -79,22 +78,15 @@ def answers(port: int, timeout: float = 2.0) -> bool:
 def pid_file(settings: Any) -> Path:
     """Where the server left running on the port (shared, or by `chorus model serve`) is
     noted: one place per machine and user, like the port, whatever the data folder."""
-    folder = Path(tempfile.gettempdir()) / f"chorus-{os.getuid()}"
-    return folder / f"llama-server-{int(settings.llm_port)}.json"
+    return state_folder() / f"llama-server-{int(settings.llm_port)}.json"
 
 
 @contextlib.contextmanager
 def start_lock(settings: Any) -> Iterator[None]:
     """Held while a process looks for the server on the port and starts one if there is none:
     a second process waits here, then finds the first one's server and uses it."""
-    path = pid_file(settings).with_suffix(".lock")
-    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    with open(path, "a") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
+    with locked(pid_file(settings).with_suffix(".lock")):
+        yield
 
 
 def noted_server(settings: Any) -> dict[str, Any] | None:
@@ -104,7 +96,7 @@ def noted_server(settings: Any) -> dict[str, Any] | None:
         pid = int(note["pid"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
-    return note if _alive(pid) and _runs_a_server(pid) else None
+    return note if alive(pid) and _runs_a_server(pid) else None
 
 
 def _runs_a_server(pid: int) -> bool:
@@ -213,6 +205,9 @@ class LocalLlamaServer:
             "--n_ctx", str(self.settings.llm_context),
             "--n_threads", str(self.n_threads),
             "--n_threads_batch", str(self.n_threads_batch),
+            # By default llama_cpp.server ends a running stream with [DONE] when another request
+            # waits: the first caller got a cut answer that looked whole (decision 0012).
+            "--interrupt_requests", "false",
         ]  # fmt: skip
 
     def launch(self, model: Path) -> list[str]:
@@ -374,22 +369,6 @@ def _end_group(pid: int, sig: int = signal.SIGTERM) -> None:
         pass
 
 
-def _alive(pid: int) -> bool:
-    """Whether `pid` runs (a zombie does not: its parent has not reaped it yet)."""
-    with contextlib.suppress(ChildProcessError, OSError):
-        os.waitpid(pid, os.WNOHANG)  # reap it if it is our own child and has ended
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        return Path(f"/proc/{pid}/stat").read_text().rsplit(") ", 1)[1][:1] != "Z"
-    except (OSError, IndexError):
-        return True  # no /proc: the signal said it exists
-
-
 def stop_detached(settings: Any, timeout_s: float = 20.0) -> str:
     """Stop the server left running on `settings.llm_port` (the shared one, or `chorus model
     serve`'s); what happened, in a line. Raises LocalServerError when there is none to stop."""
@@ -407,9 +386,9 @@ def stop_detached(settings: Any, timeout_s: float = 20.0) -> str:
         pid = int(note["pid"])
         _end_group(pid)
         deadline = time.monotonic() + timeout_s
-        while _alive(pid) and time.monotonic() < deadline:
+        while alive(pid) and time.monotonic() < deadline:
             time.sleep(0.2)
-        if _alive(pid):
+        if alive(pid):
             _end_group(pid, signal.SIGKILL)
         path.unlink(missing_ok=True)
     return f"stopped the local LLM server on port {settings.llm_port} (pid {pid})"

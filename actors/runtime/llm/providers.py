@@ -225,6 +225,9 @@ class OpenAIProvider(LazyClient):
         if not events.done:
             raise _Broken(True, LlmError("server_error", f"the answer from {self.base_url} ended before [DONE]",
                                          {"base_url": self.base_url}))  # fmt: skip
+        if assembly.finish_reason is None:  # [DONE] without a reason: cut short (llama_cpp.server's interrupt_requests)
+            raise _Broken(True, LlmError("server_error", f"the answer from {self.base_url} ended with no finish reason "
+                                         "(cut short by the server)", {"base_url": self.base_url}))  # fmt: skip
         return assembly.content, assembly.model, assembly.prompt_tokens or 0, assembly.tokens
 
     # -- internals --------------------------------------------------------------------------

@@ -178,8 +178,8 @@ def _parser() -> argparse.ArgumentParser:
         help="assemble and verify the local model; print its path",
         description="Without an action: assemble and verify the local model and print its path. "
         "`serve` starts the embedded LLM server and leaves it running until `stop` (by default "
-        "`chorus` processes share one that stops after CHORUS_LLM_IDLE_S with no request); "
-        "`stop` stops it, either way.",
+        "`chorus` processes share one that stops after CHORUS_LLM_IDLE_S with no request, as they "
+        "share one local Ray that stops after CHORUS_RAY_IDLE_S unused); `stop` stops it, either way.",
     )
     model.add_argument("action", nargs="?", choices=("serve", "stop"),
                        help="serve: keep the LLM server up between runs; stop: stop it (default: check the model)")

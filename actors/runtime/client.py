@@ -25,6 +25,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from actors.runtime.llm.local_server import LocalLlamaServer
+from actors.runtime import ray_head
 from actors.runtime.perform import tool_error_message
 from actors.runtime.registry import Registry
 from actors.runtime.result import RunResult
@@ -167,9 +168,10 @@ class Client:
     ) -> None:
         self.settings = settings or Settings.from_env()
         self.address = address or os.environ.get("CHORUS_RAY_ADDRESS") or None
-        # "local": a new local instance even when a `ray start` cluster runs on this machine
-        # (which ray.init would otherwise join); any other address is a cluster.
-        if self.address not in (None, "local") and backend_of(self.settings.store_url) != "postgres":
+        # None: the machine's shared local head (actors.runtime.ray_head); "local": a new local
+        # instance of this process's own; "auto": a `ray start` cluster of this machine; any
+        # other address is a cluster.
+        if self.address not in (None, "local", "auto") and backend_of(self.settings.store_url) != "postgres":
             raise ConfigError(
                 "a Ray cluster needs a shared event store: set CHORUS_STORE_URL=postgresql://... "
                 f"(now {self.settings.store_url})"
@@ -207,16 +209,29 @@ class Client:
         self.store.close()
 
     def ensure_ray(self) -> None:
-        """Connect to Ray (or start a local instance) unless already connected."""
+        """Connect to Ray unless connected: the address given, or the machine's shared local head
+        (started if none runs; `CHORUS_RAY_IDLE_S=0`: a local instance of this process's own)."""
         import ray  # lazily: only submitting a run needs Ray; reading runs does not
 
         if ray.is_initialized():
             return
         if not self._start_ray:
             raise ConfigError("Ray is not initialised and this client may not start it")
+        address, runtime_env = self.address, None
+        if address is None and self.settings.ray_idle_s <= 0:
+            address = "local"  # a Ray of this process's own
+        elif address is None:  # the machine's shared head (actors.runtime.ray_head)
+            try:
+                address = ray_head.shared_head(
+                    self.settings.ray_port, self.settings.ray_idle_s, self.settings.data_dir / "logs" / "ray-head.log"
+                )
+                runtime_env = ray_head.driver_runtime_env()
+            except ray_head.SharedRayError:  # another Python's head, or its port taken: a Ray of its own
+                address = "local"
         ray.init(
-            address=self.address,
+            address=address,
             namespace=self.namespace,
+            runtime_env=runtime_env,
             include_dashboard=False,
             logging_level=logging.ERROR,
             log_to_driver=bool(os.environ.get("CHORUS_RAY_LOGS")),

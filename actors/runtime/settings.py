@@ -71,6 +71,10 @@ class Settings(BaseModel):
     # auto: a vector-store actor on a multi-node cluster, else local mode; or local | actor
     vectors: str = "auto"
     placement: str = ""  # CHORUS_PLACEMENT: where actors go on a cluster (actors.runtime.placement)
+    # A Client with no Ray address joins the machine's shared local Ray head, which stops after
+    # this long unused (CHORUS_RAY_IDLE_S; actors.runtime.ray_head); 0: a Ray of its own.
+    ray_idle_s: float = 600.0
+    ray_port: int = 6390  # CHORUS_RAY_PORT: the shared head's port on this machine
 
     @classmethod
     def from_env(cls, **overrides: object) -> Settings:
@@ -104,6 +108,8 @@ class Settings(BaseModel):
             ("CHORUS_QDRANT_URL", "qdrant_url"),
             ("CHORUS_VECTORS", "vectors"),
             ("CHORUS_PLACEMENT", "placement"),
+            ("CHORUS_RAY_IDLE_S", "ray_idle_s"),
+            ("CHORUS_RAY_PORT", "ray_port"),
         ):
             if env.get(key):
                 values[field] = env[key]

@@ -119,6 +119,10 @@ def env(venv, endpoint, tmp_path_factory) -> dict[str, str]:
         "CHORUS_DATA_DIR": str(data / "data"),
         "CHORUS_LLM_BASE_URL": endpoint,
         "CHORUS_LLM_MODEL": "scripted",
+        # The wheel's own shared Ray head (its Python is not the repository's venv), on a port
+        # of its own, gone soon after the tests.
+        "CHORUS_RAY_PORT": "6396",
+        "CHORUS_RAY_IDLE_S": "20",
     }
 
 

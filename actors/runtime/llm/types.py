@@ -9,9 +9,10 @@ from __future__ import annotations
 import difflib
 import hashlib
 import json
+from collections.abc import Mapping
 from typing import Any, ClassVar, TypeVar
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, PrivateAttr
 
 from events.errors import ErrorInfo
 
@@ -31,9 +32,20 @@ class LlmRequest(BaseModel):
     params: dict[str, Any] = {}
     response_schema: dict[str, Any] | None = None
 
+    _hash: str | None = PrivateAttr(default=None)
+
     def hash(self) -> str:  # noqa: A003 - the word the design uses
-        """SHA-256 hex of the canonical JSON of all four fields."""
-        return hashlib.sha256(canonical_json(self.model_dump(mode="json")).encode()).hexdigest()
+        """SHA-256 hex of the canonical JSON of all four fields (computed once: the request is
+        frozen, and a call's fingerprint, its `LlmRequested` and a replay's check all ask)."""
+        if self._hash is None:
+            self._hash = hashlib.sha256(canonical_json(self.model_dump(mode="json")).encode()).hexdigest()
+        return self._hash
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> LlmRequest:
+        """A copy; its hash is computed anew (its fields may differ)."""
+        copy = super().model_copy(update=update, deep=deep)
+        copy._hash = None
+        return copy
 
     @classmethod
     def from_recorded(cls, event: Any) -> LlmRequest:

@@ -74,6 +74,8 @@ def main() -> int:
                 one(env, goal, root)  # starts the head: not counted
             runs = [one(env, goal, root) for _ in range(args.runs)]
             figures[name] = (statistics.median(w for w, _ in runs), statistics.median(w - llm for w, llm in runs))
+        if not url:
+            subprocess.run([str(ROOT / ".venv/bin/chorus"), "model", "stop"], env=base, check=False, capture_output=True)
     load = os.getloadavg()[0]
     print(f"chorus run, {'local model' if args.model else 'scripted model'}, median of {args.runs}, load {load:.1f}")
     print("| Ray | wall s | overhead s (wall - LLM calls) |\n|---|---|---|")

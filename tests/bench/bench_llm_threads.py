@@ -103,10 +103,11 @@ def measure(call: Any, kind: str, threads: int, levels: list[int]) -> list[dict[
     return rows
 
 
-def run_bare(model_path: Path, alias: str, threads: int, levels: list[int], log: Path) -> list[dict[str, Any]]:
+def run_bare(model_path: Path, alias: str, threads: int, levels: list[int], log: Path, batch: int = 0) -> list[dict[str, Any]]:
     port = free_port()
     cmd = [sys.executable, "-m", "llama_cpp.server", "--model", str(model_path), "--model_alias", alias,
-           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192", "--n_threads", str(threads), "--n_threads_batch", str(threads)]  # fmt: skip
+           "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "8192", "--n_threads", str(threads),
+           "--n_threads_batch", str(batch or threads), "--interrupt_requests", "false"]  # fmt: skip
     with open(log, "ab") as out:
         server = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT)
     try:
@@ -139,6 +140,7 @@ def main() -> None:
     ap.add_argument("--threads", default="2,1", help="thread counts through Chorus")
     ap.add_argument("--bare-threads", default="2", help="thread counts of the bare server")
     ap.add_argument("--neighbours", default="0,1,2")
+    ap.add_argument("--bare-batch", type=int, default=0, help="the bare server's prompt threads (default: its --bare-threads)")
     args = ap.parse_args()
     levels = [int(x) for x in args.neighbours.split(",")]
     with tempfile.TemporaryDirectory() as tmp:
@@ -146,7 +148,7 @@ def main() -> None:
         model_path = ensure_model(settings)
         rows: list[dict[str, Any]] = []
         for t in [int(x) for x in args.bare_threads.split(",") if x]:
-            rows += run_bare(model_path, settings.llm_model, t, levels, Path(tmp) / "bare.log")
+            rows += run_bare(model_path, settings.llm_model, t, levels, Path(tmp) / "bare.log", args.bare_batch)
         for t in [int(x) for x in args.threads.split(",") if x]:
             rows += run_chorus(settings, t, levels)
     print(table(rows))

@@ -1,5 +1,6 @@
 """The HTTP control plane as one FastAPI app: runs of every kind, their events as JSON and
-Server-Sent Events, the simulation sessions' lanes, and the timeline page.
+Server-Sent Events, the routes each workload adds (`RunKind.api_routers`: the simulation
+sessions' lanes, the relay's escalations), and the timeline page. It names no workload.
 
     create_app(settings=None, *, store=None, client=None, tokens=None)   # what tests build
     uvicorn actors.api.app:build --factory                               # what `chorus serve` runs
@@ -25,13 +26,14 @@ from fastapi import FastAPI
 from fastapi.responses import FileResponse
 from fastapi.staticfiles import StaticFiles
 
-from actors.api import debug_routes, errors, health, recovery, runs, sessions, signals
+from actors.api import debug_routes, errors, health, recovery, runs, signals
 from actors.api.auth import token_table
 from actors.api.health import OPEN_WARNING
 from actors.api.limits import BodyLimit
 from actors.api.places import ApiConfig
 from actors.api.services import AttributingStore, Services
 from actors.runtime.client import Client
+from actors.runtime.registry import Registry
 from actors.runtime.settings import Settings
 from events.store import EventStore
 
@@ -100,7 +102,9 @@ def create_app(
     app.include_router(recovery.build_router(), prefix=API_PREFIX)
     app.include_router(signals.build_router(), prefix=API_PREFIX)
     app.include_router(debug_routes.build_router(), prefix=API_PREFIX)
-    app.include_router(sessions.build_router(), prefix=f"{API_PREFIX}/sessions")
+    for kind in sorted(Registry.run_kinds(), key=lambda k: k.name):
+        for prefix, router in kind.api_routers():  # a workload's own routes (its folder's api.py)
+            app.include_router(router, prefix=f"{API_PREFIX}{prefix}")
     _serve_page(app)
     return app
 

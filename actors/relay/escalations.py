@@ -7,7 +7,7 @@ the person does about it (writes the code by hand, changes the roadmap, accepts 
 is theirs; resolving records that they did, with their note and who they are, on the
 relay's own stream, whether the relay still runs or ended. `chorus escalations [RUN]`,
 `chorus resolve RUN ESCALATION_ID --note TEXT` and the HTTP API's recovery routes
-(actors.api.recovery) all call these.
+(actors.relay.api) all call these.
 """
 
 from __future__ import annotations

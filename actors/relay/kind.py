@@ -169,5 +169,10 @@ class RelayRun(RunKind):
     def describe(self, event: Event, brief: bool = False) -> str | None:
         return describe(event, brief=brief)
 
+    def api_routers(self) -> list[tuple[str, Any]]:
+        from actors.relay import api  # FastAPI only for the server
+
+        return [("", api.build_router())]
+
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         cli.add_parsers(subparsers)

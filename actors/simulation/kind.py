@@ -161,5 +161,10 @@ class SimulationRun(RunKind):
     def client_methods(self) -> dict[str, Callable[..., Any]]:
         return {"simulate": simulate, "open_session": open_session}
 
+    def api_routers(self) -> list[tuple[str, Any]]:
+        from actors.simulation import api  # FastAPI only for the server
+
+        return [("/sessions", api.build_router())]
+
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         cli.add_parsers(subparsers)

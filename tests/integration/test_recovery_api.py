@@ -1,4 +1,4 @@
-"""The recovery routes (actors/api/recovery.py): a relay's escalations listed with read and
+"""The recovery routes (actors/api/recovery.py, actors/relay/api.py): a relay's escalations listed with read and
 resolved with operate (EscalationResolved, naming the token), and a relay whose process
 died resumed over HTTP until it completes. Scripted models, no Ray."""
 

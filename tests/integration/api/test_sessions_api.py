@@ -1,4 +1,4 @@
-"""Simulation sessions over HTTP (actors/api/sessions.py): the real simulation kernel on a real
+"""Simulation sessions over HTTP (actors/simulation/api.py): the real simulation kernel on a real
 SQLite file, scripted synth minds (no model), the app as `create_app` builds it, in-process."""
 
 from __future__ import annotations

@@ -42,8 +42,8 @@ from actors.api.live import LiveLog, page_reader, stream_run
 from actors.api.places import PlaceRefused, confine
 from actors.api.schemas import ID_PATTERN, REF_PATTERN, EventsPage, sse_frame
 from actors.api.services import Services, acting_as, services
-from actors.api.session_live import SessionManager
-from actors.api.session_models import (
+from actors.simulation.api_live import SessionManager
+from actors.simulation.api_models import (
     Changes,
     CreateSession,
     CycleReport,

@@ -76,7 +76,7 @@ def _check_events(text: str, loader: type[BoundedLoader]) -> None:
     parser = CSafeLoader(text)
     depth = 0  # collections open around the next event
     try:
-        while parser.check_event():
+        while _next_event(parser, loader):
             event = parser.get_event()
             if isinstance(event, yaml.NodeEvent):
                 _check(loader, event, depth + 1)
@@ -86,6 +86,17 @@ def _check_events(text: str, loader: type[BoundedLoader]) -> None:
                 depth -= 1
     finally:
         parser.dispose()
+
+
+def _next_event(parser: Any, loader: type[BoundedLoader]) -> bool:
+    """Whether an event follows; libyaml's own nesting limit (its scanner reads ahead, so it
+    can be reached before our bound is) is said in our words."""
+    try:
+        return bool(parser.check_event())
+    except yaml.scanner.ScannerError as e:
+        if "maximum nesting depth" not in str(e.problem):
+            raise
+        raise yaml.composer.ComposerError(None, None, f"nested more than {loader.max_depth} levels deep", e.problem_mark) from None
 
 
 def load_bounded(text: str, loader: type[BoundedLoader] = BoundedLoader, max_chars: int = MAX_YAML_CHARS) -> Any:

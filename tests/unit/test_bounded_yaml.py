@@ -95,3 +95,10 @@ def test_the_c_parser_reads_and_refuses_as_the_python_one():
 def test_a_lone_surrogate_is_a_yaml_error_not_a_crash():
     with pytest.raises(yaml.YAMLError):
         load_bounded("a: \ud800\n")
+
+
+def test_nesting_past_libyamls_own_limit_is_refused_in_our_words_with_its_place():
+    deep = "name: deep\nenvironment: " + "[" * 5000 + "]" * 5000  # libyaml's scanner stops at 1,000
+    with pytest.raises(yaml.YAMLError) as refused:
+        load_bounded(deep)
+    assert "levels deep" in str(refused.value) and "line 2" in str(refused.value)

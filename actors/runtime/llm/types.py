@@ -41,6 +41,16 @@ class LlmRequest(BaseModel):
             self._hash = hashlib.sha256(canonical_json(self.model_dump(mode="json")).encode()).hexdigest()
         return self._hash
 
+    def __eq__(self, other: object) -> bool:
+        """Equal when the four fields are (whether either has computed its hash yet or not)."""
+        if not isinstance(other, LlmRequest):
+            return NotImplemented
+        return (self.model, self.messages, self.params, self.response_schema) == (
+            other.model, other.messages, other.params, other.response_schema,
+        )  # fmt: skip
+
+    __hash__ = None  # type: ignore[assignment]  # its lists and dicts make it unhashable anyway
+
     def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> LlmRequest:
         """A copy; its hash is computed anew (its fields may differ)."""
         copy = super().model_copy(update=update, deep=deep)

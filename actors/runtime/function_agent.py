@@ -14,6 +14,7 @@ Waiting shows on the function's stream (its state's status "waiting", `SignalAwa
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
 import uuid
@@ -44,7 +45,7 @@ from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.llm.providers import provider_from_settings
 from actors.runtime.perform import LiveEffects, ray_invoker
 from actors.runtime.progress import short
-from actors.runtime.registry import Registry
+from actors.runtime.registry import Registry, load_workloads
 from actors.runtime.replay import ReplayReport, replay_stream, run_records
 from actors.runtime.run import Complete, Fail, RunLifecycle, Start, Wait, run_stream
 from actors.runtime.runkind import RunKind
@@ -76,11 +77,16 @@ class FunctionActor:
         self.settings = settings
         self.run_id = run_id
         self.store = EventStore(settings.store_url)
+        # A worker Ray started (or restarted after a kill) has imported no workload: their event
+        # types (a research run's, a plugin's) must be known before the stream is read.
+        load_workloads()
+        self.run = ActorShell(RunLifecycle(), run_stream(run_id), self.store, run_id=run_id).load()
+        with contextlib.suppress(ImportPathError, ValueError):
+            load_agent(self.run.state.params.get("agent") or "")  # its module may define the events it emits
         self.shell = ActorShell(
             FunctionBehaviour(), function_stream(run_id), self.store, run_id=run_id,
             snapshot_every=settings.snapshot_every,
         ).load()  # fmt: skip
-        self.run = ActorShell(RunLifecycle(), run_stream(run_id), self.store, run_id=run_id).load()
         self.llm = llm
         self.gateway = LlmGateway(llm if llm is not None else provider_from_settings(settings))
         # The run's budget in this process; it moves to a LedgerActor only when a tool that
@@ -439,6 +445,7 @@ def wake(settings: Settings, run_id: str, llm: Any = None) -> Any:
     """Serve again a run waiting on a durable timer (the timer actor calls this when it is
     due): the ref of its new actor's `serve`, or None when the run no longer waits."""
     store = EventStore(settings.store_url)
+    load_workloads()  # the timer actor's process reads the function's stream next
     try:
         state = ActorShell(RunLifecycle(), run_stream(run_id), store).load().state
         if state.status != "waiting":

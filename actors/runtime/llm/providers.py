@@ -400,7 +400,7 @@ def provider_from_settings(settings: Any, base_url: str | None = None) -> OpenAI
 
 
 def provider_and_server(settings: Any) -> tuple[LlmProvider, Any]:
-    """The configured endpoint for a command that talks to the model directly (`chorus eval`):
+    """The configured endpoint for a command that talks to the model directly (`python -m evals`):
     the provider, and the embedded llama.cpp server started for it (None when the endpoint is
     the user's own). The caller stops the server when done."""
     from actors.runtime.llm.local_server import (

@@ -60,3 +60,18 @@ def test_runs_share_one_head_with_their_own_folder_and_variables_and_it_stops_wh
     while ray_head.note_path(PORT).exists() or ray_head._listening(PORT):
         assert time.monotonic() < deadline, "the shared head did not stop once unused"
         time.sleep(1)
+
+
+def test_a_process_without_the_users_token_cannot_join_the_head(tmp_path):
+    """The head listens on every interface: one that does not send this user's token (none, or
+    another one) is refused; one with the token's path joins."""
+    address = ray_head.shared_head(PORT + 1, 20, tmp_path / "head.log")
+    probe = "import ray, sys; ray.init(address=sys.argv[1], include_dashboard=False); print('JOINED')"
+    clean = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CHORUS_"))}
+    said = {}
+    for name, extra in (("another token", {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "f" * 64}),
+                        ("the token's path", ray_head.auth_env())):  # fmt: skip
+        done = subprocess.run([sys.executable, "-c", probe, address], env={**clean, **extra}, capture_output=True,
+                              text=True, timeout=120)  # fmt: skip
+        said[name] = "JOINED" in done.stdout
+    assert said == {"another token": False, "the token's path": True}

@@ -13,6 +13,7 @@ ResearchStarted (RUNNING) → ReportWritten (COMPLETED) | ResearchFailed (FAILED
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from typing import Any, NoReturn
 
 from actors.agent.react import ReactAgent, StartAgent
@@ -35,7 +36,7 @@ from events.runs import Budget, BudgetExceeded
 INDEXER = "index_repository"
 
 
-def research(ctx: Context, objective: str, *, repo_url: str | None = None, root: str = "", tools: list[Any] = (),  # type: ignore[assignment]
+def research(ctx: Context, objective: str, *, repo_url: str | None = None, root: str = "", tools: Sequence[Any] = (),
              max_iterations: int = 10, budget: dict[str, Any] | None = None, grounded: bool = False,
              lookups: bool = False, states_answer: bool = False, rules: int = 0) -> str:  # fmt: skip
     """The report on `objective`, researched in `repo_url` (a folder or a git URL) or `root`."""

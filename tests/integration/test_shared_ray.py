@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import signal
 import subprocess
 import sys
 import time
@@ -64,14 +65,32 @@ def test_runs_share_one_head_with_their_own_folder_and_variables_and_it_stops_wh
 
 def test_a_process_without_the_users_token_cannot_join_the_head(tmp_path):
     """The head listens on every interface: one that does not send this user's token (none, or
-    another one) is refused; one with the token's path joins."""
-    address = ray_head.shared_head(PORT + 1, 20, tmp_path / "head.log")
-    probe = "import ray, sys; ray.init(address=sys.argv[1], include_dashboard=False); print('JOINED')"
+    another one) is refused; one with the token's path joins. The head is started by a process
+    of its own: joining it switches a process's Ray to the head's token, and this one's other
+    tests use a local Ray without one."""
+    port = PORT + 1
+    ours = {k: v for k, v in os.environ.items() if k.startswith("RAY_")}
+    me = ray_head.users_dir(port) / str(os.getpid())  # this test uses the head until the probes end
+    me.parent.mkdir(parents=True, exist_ok=True)
+    me.touch()
     clean = {k: v for k, v in os.environ.items() if not k.startswith(("RAY_", "CHORUS_"))}
+    start = f"from actors.runtime import ray_head; print(ray_head.shared_head({port}, 20, ray_head.Path({str(tmp_path / 'head.log')!r})))"
+    started = subprocess.run([sys.executable, "-c", start], env={**clean, "PYTHONPATH": str(ROOT)}, capture_output=True,
+                             text=True, timeout=180)  # fmt: skip
+    assert started.returncode == 0, started.stderr[-2000:]
+    address = started.stdout.strip().splitlines()[-1]
+    probe = "import ray, sys; ray.init(address=sys.argv[1], include_dashboard=False); print('JOINED')"
     said = {}
-    for name, extra in (("another token", {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "f" * 64}),
-                        ("the token's path", ray_head.auth_env())):  # fmt: skip
-        done = subprocess.run([sys.executable, "-c", probe, address], env={**clean, **extra}, capture_output=True,
-                              text=True, timeout=120)  # fmt: skip
-        said[name] = "JOINED" in done.stdout
+    try:
+        for name, extra in (("another token", {"RAY_AUTH_MODE": "token", "RAY_AUTH_TOKEN": "f" * 64}),
+                            ("the token's path", ray_head.auth_env())):  # fmt: skip
+            done = subprocess.run([sys.executable, "-c", probe, address], env={**clean, **extra}, capture_output=True,
+                                  text=True, timeout=120)  # fmt: skip
+            said[name] = "JOINED" in done.stdout
+    finally:
+        me.unlink()
+        note = json.loads(ray_head.note_path(port).read_text()) if ray_head.note_path(port).exists() else {}
+        if note.get("pid"):
+            os.kill(int(note["pid"]), signal.SIGTERM)  # the watch stops its head
     assert said == {"another token": False, "the token's path": True}
+    assert {k: v for k, v in os.environ.items() if k.startswith("RAY_")} == ours  # this process was left as it was

@@ -14,4 +14,5 @@ test: setup
 	bash scripts/test.sh
 
 demo: setup
+	@bash scripts/compile_modules.sh $(VENV)/bin/python
 	$(VENV)/bin/chorus run "Which file defines the Registry class?" --root actors

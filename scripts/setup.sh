@@ -68,6 +68,8 @@ if ! command -v bwrap >/dev/null 2>&1; then
   fi
 fi
 
+bash scripts/compile_modules.sh "$PY"
+
 # The local model: assembled once into $CHORUS_DATA_DIR/models (default ~/.chorus/models),
 # SHA-256 checked; later runs only compare a marker.
 "$PY" -m actors.runtime.llm.local_model >/dev/null

@@ -327,6 +327,11 @@ class ReactRun(AgentRunKind):
         run.add_argument("--max-llm-calls", type=int, default=DEFAULT_MAX_LLM_CALLS, help="LLM calls the run may make (default %(default)s)")
         run.add_argument("--max-tokens", type=int, help="tokens the run may use")
         run.add_argument("--max-seconds", type=float, help="wall-time budget")
+        run.add_argument(
+            "--grounded", action="store_true",
+            help="code questions: every answer quotes a line the tools showed and passes the verify step, "
+            "else it is \"Not found in the code\" (off by default: the agent answers about files in general)",
+        )  # fmt: skip
         run.add_argument("--quiet", "-q", action="store_true", help="print only the answer")
         run.set_defaults(func=cmd_run)
 
@@ -351,6 +356,7 @@ def cmd_run(args: argparse.Namespace) -> int:
             add_tools=args.tool or None,
             max_iterations=args.max_iterations,
             budget=budget,
+            grounded=True if args.grounded else None,
         )
         print(f"run {handle.run_id}", flush=True)
         return follow_run(handle, args.quiet)

@@ -250,13 +250,18 @@ class ReactAgent(Behaviour[AgentState]):
         return None
 
     default_tools: tuple[str, ...] = ("search_files", "find_definition", "read_file")
+    # Whether a run's answers are grounded (quote a line, pass the verify step) unless the
+    # submitter says (`grounded=`): the code-question orchestrator's are when it has a tool
+    # that shows code; the plain agent answers questions about files in general, so not.
+    grounded_by_default: bool = False
 
     @classmethod
     def make_start(cls, *, goal: str, root: str, tools: list[ToolSpec], **kw: Any) -> StartAgent:
         """The start command for a submitted goal (`Client.submit`)."""
         if kw.pop("repo", None):
             raise ValueError("the react agent takes no repository; use agent='researcher'")
-        kw.setdefault("grounded", reads_code(tools))
+        if kw.get("grounded") is None:
+            kw["grounded"] = cls.grounded_by_default and reads_code(tools)
         kw.setdefault("lookups", bool(kw["grounded"]) and FIND_DEFINITION in [t.name for t in tools])
         kw.setdefault("rules", RULES if kw["lookups"] else 0)
         return StartAgent(key="start", goal=goal, root=root, tools=tools, **kw)

@@ -193,6 +193,7 @@ class Orchestrator(ReactAgent):
 
     name = "orchestrator"
     default_tools = TOOLS
+    grounded_by_default = True  # a code question's answer quotes its line (`chorus ask`)
 
     def prompt(self, goal: str, tools: Any, history: Any, grounded: bool = False, **options: Any) -> list[dict[str, str]]:
         return build_messages(goal, tools, history, system=system_prompt(tools, grounded), note=step_note, **options)

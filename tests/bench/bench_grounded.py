@@ -10,7 +10,7 @@ an answer starting with "Not found" counts as not found; anything else is wrong-
          out: written before any system ran on it; no rule is fitted to it)
 
 Systems, all against the same llama.cpp server, in one run:
-- after:        `Client().submit(q, root=pkg)`: the grounded ReAct agent (find_definition,
+- after:        `Client().submit(q, root=pkg, grounded=True)`: the grounded ReAct agent (find_definition,
                 quoted evidence, the verify step)
 - before:       the same agent with `grounded=False` and the tools it had before
                 (search_files, read_file): its old prompt, no evidence check
@@ -214,7 +214,7 @@ def main() -> int:
             if system.startswith("after"):
                 revision = int(system.split("@")[1]) if "@" in system else (revisions[0] if revisions else None)
                 rules = {"rules": revision} if revision is not None else {}
-                return chorus.submit(q, root=pkg, max_iterations=it, **rules)
+                return chorus.submit(q, root=pkg, max_iterations=it, grounded=True, **rules)
             if system == "before":
                 return chorus.submit(q, root=pkg, max_iterations=it, grounded=False, tools=["search_files", "read_file"])
             if system == "researcher":

@@ -65,7 +65,9 @@ def test_a_question_is_answered_from_a_quoted_line_or_honestly_not(tmp_path: Pat
         (root / rel).write_text(text)
     settings = Settings.from_env(store_url=f"sqlite:///{tmp_path / 'chorus.db'}")
     with Client(settings=settings) as chorus:
-        run = chorus.submit(QUESTION, root=root, max_iterations=1, llm_params={"temperature": 0.0, "max_tokens": 96})
+        run = chorus.submit(
+            QUESTION, root=root, max_iterations=1, llm_params={"temperature": 0.0, "max_tokens": 96}, grounded=True,
+        )  # fmt: skip
         result = run.wait(timeout=1500)
         events = [r.event for r in chorus.events(run.run_id)]
         report = replay_run(chorus.store, run.run_id)

@@ -253,11 +253,25 @@ def test_a_run_under_rule_revision_1_replays_identically_with_no_live_call(tmp_p
 
 def test_new_runs_of_an_agent_with_find_definition_make_their_own_lookups() -> None:
     specs = [ToolSpec(name=c.name, signature=c.signature(), description=c.description) for c in TOOLS]
-    assert ReactAgent.make_start(goal="q", root=".", tools=specs).lookups is True
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True).lookups is True
     assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).lookups is False
-    assert ReactAgent.make_start(goal="q", root=".", tools=specs[:1]).lookups is False
-    assert ReactAgent.make_start(goal="q", root=".", tools=specs).rules == RULES >= 1
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs[:1], grounded=True).lookups is False
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True).rules == RULES >= 1
     assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).rules == 0
+
+
+def test_the_plain_agent_is_not_grounded_unless_asked_and_the_code_question_agent_is() -> None:
+    """The default agent answers questions about files in general; grounding is `grounded=True`
+    (`chorus run --grounded`), and the code-question orchestrator's own default."""
+    from actors.codeqa.orchestrator import Orchestrator
+
+    specs = [ToolSpec(name=c.name, signature=c.signature(), description=c.description) for c in TOOLS]
+    plain = ReactAgent.make_start(goal="q", root=".", tools=specs)
+    assert (plain.grounded, plain.lookups, plain.rules) == (False, False, 0)
+    asked = ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=None)
+    assert asked.grounded is False
+    code = Orchestrator.make_start(goal="q", root=".", tools=specs)
+    assert (code.grounded, code.lookups, code.rules) == (True, True, RULES)
 
 
 def test_a_value_quoted_from_outside_the_named_definition_is_refused_and_the_definition_read(tmp_path: Path) -> None:

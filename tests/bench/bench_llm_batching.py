@@ -12,6 +12,9 @@ Per server, back to back in one session (one server up at a time, started and st
   alone: wall time of the three / wall time of the one. "cold": the head is new to the
   server; "warm": the head was sent once just before (untimed, max_tokens=1), as when the
   same context is asked about again.
+- chorus: three vs one as above, through Chorus: the embedded server as Chorus starts it and
+  each call through its gateway and provider (`--servers bare,chorus`: the same calls on the
+  bare server and through Chorus, one after the other).
 - checks: what `OpenAIProvider` sends (stream, stream_options.include_usage, response_format
   json_schema / json_object with a schema): is the answer valid JSON with the schema's keys,
   does the stream end with a usage chunk and [DONE]; does GET /v1/models answer while a
@@ -26,7 +29,7 @@ Only one llama.cpp server may run at a time on a small machine: this script wait
 --wait-s) while another is up, and never leaves its own running.
 
     .venv/bin/python tests/bench/bench_llm_batching.py [--llama-server PATH] [--gguf PATH]
-        [--servers bare,native] [--rounds 1] [--slots 3] [--native-args "--cache-reuse 256"]
+        [--servers bare,native,chorus] [--rounds 1] [--slots 3] [--native-args "--cache-reuse 256"]
 
 `--llama-server` (or CHORUS_LLAMA_SERVER) is a llama-server binary built from the
 llama.cpp source the llama-cpp-python sdist carries (vendor/llama.cpp), with the same GGML
@@ -271,17 +274,19 @@ def single(port: int) -> dict[str, Any]:
             "wall_s": round(r["end"] - r["sent"], 2), "server_timings": r["timings"]}  # fmt: skip
 
 
-def concurrent(port: int, n: int, warm: bool) -> dict[str, Any]:
-    """Wall time of one call alone, then of n at once (fresh heads each; warm: head sent just before)."""
+def concurrent(port: int, n: int, warm: bool, send: Any = None) -> dict[str, Any]:
+    """Wall time of one call alone, then of n at once (fresh heads each; warm: head sent just
+    before). `send(messages, max_tokens)`: how a call is made (default: this script's own HTTP)."""
+    send = send or (lambda messages, max_tokens: chat(port, messages, max_tokens))
 
     def batch(k: int) -> tuple[float, list[dict[str, Any]]]:
         head = uuid.uuid4().hex
         if warm:
-            chat(port, prompt(head, "Say ready."), 1)
+            send(prompt(head, "Say ready."), 1)
         results: list[dict[str, Any]] = [{} for _ in range(k)]
 
         def one(i: int) -> None:
-            results[i] = chat(port, prompt(head, tail(i)), MAX_TOKENS)
+            results[i] = send(prompt(head, tail(i)), MAX_TOKENS)
 
         threads = [threading.Thread(target=one, args=(i,)) for i in range(k)]
         started = time.monotonic()
@@ -367,7 +372,49 @@ def find_gguf(arg: str | None) -> Path:
         return ensure_model(Settings.from_env(data_dir=Path(tmp), store_url=f"sqlite:///{tmp}/c.db"))
 
 
+def chorus_session(args: argparse.Namespace) -> dict[str, Any]:
+    """Three calls at once against one alone through Chorus: the embedded server as Chorus
+    runs it (the machine's shared one, `Client.ensure_llm`), each call through the gateway and
+    `OpenAIProvider` that agents and synths use (streamed, retried, recorded as events)."""
+    sys.path.insert(0, str(ROOT))
+    from actors.runtime.client import Client
+    from actors.runtime.llm.gateway import LlmGateway
+    from actors.runtime.llm.providers import provider_from_settings
+    from actors.runtime.llm.types import LlmRequest
+    from actors.runtime.settings import Settings
+
+    wait_alone(args.wait_s)
+    with tempfile.TemporaryDirectory() as tmp:
+        client = Client(settings=Settings.from_env(store_url=f"sqlite:///{tmp}/c.db"))
+        started = time.monotonic()
+        settings = client.ensure_llm()
+        up_s = round(time.monotonic() - started, 1)
+        gateway = LlmGateway(provider_from_settings(settings))
+        calls = iter(range(10**6))
+
+        def send(messages: list[dict[str, str]], max_tokens: int) -> dict[str, Any]:
+            request = LlmRequest(model=settings.llm_model, messages=messages, params={"temperature": 0.0, "max_tokens": max_tokens})
+            sent = time.monotonic()
+            outcome = gateway.call(request, next(calls))
+            done = outcome.events[-1]
+            return {"sent": sent, "end": time.monotonic(), "chunks": getattr(done, "completion_tokens", 0),
+                    "timings": {"prompt_n": getattr(done, "prompt_tokens", None)}}  # fmt: skip
+
+        try:
+            send([{"role": "user", "content": "Say hi."}], 4)  # first call: weights paged in
+            row: dict[str, Any] = {"server": "chorus", "up_s": up_s, "threads": "as Chorus sets them"}
+            for name, warm in (("cold", False), ("warm", True)):
+                row[name] = concurrent(0, args.slots, warm=warm, send=send)
+                print(json.dumps({"server": "chorus", name: row[name]}), flush=True)
+            return row
+        finally:
+            client.close()
+            subprocess.run([str(ROOT / ".venv/bin/chorus"), "model", "stop"], check=False, capture_output=True)
+
+
 def session(kind: str, args: argparse.Namespace, gguf: Path, log: Path) -> dict[str, Any]:
+    if kind == "chorus":
+        return chorus_session(args)
     wait_alone(args.wait_s)
     port = free_port()
     cores = os.cpu_count() or 2
@@ -403,12 +450,18 @@ def table(rows: list[dict[str, Any]], slots: int) -> str:
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in rows:
-        s, c, w = r["single"], r["cold"], r["warm"]
+        s = r.get("single") or {"load": "-", "prompt_tok_s": "-", "gen_tok_s": "-"}
+        c, w = r["cold"], r["warm"]
         out.append(f"| {r['server']} | {s['load']} / {c['load']} / {w['load']} | {s['prompt_tok_s']} | {s['gen_tok_s']} "
                    f"| {c['ratio']} ({c['n_s']} / {c['one_s']} s) | {w['ratio']} ({w['n_s']} / {w['one_s']} s) "
                    f"| {c['tokens']} / {w['tokens']} | {c['prompt_evaluated']} / {w['prompt_evaluated']} |")  # fmt: skip
     bare = [r for r in rows if r["server"] == "bare"]
-    native = [r for r in rows if r["server"] != "bare"]
+    native = [r for r in rows if r["server"] == "native"]
+    chorus = [r for r in rows if r["server"] == "chorus"]
+    if bare and chorus:
+        out.append("")
+        out.append(f"through Chorus / bare, {slots} at once: cold {chorus[0]['cold']['n_s'] / bare[0]['cold']['n_s']:.2f}x "
+                   f"the bare wall time, warm {chorus[0]['warm']['n_s'] / bare[0]['warm']['n_s']:.2f}x")  # fmt: skip
     if bare and native:
         b, n = bare[0]["single"], native[0]["single"]
         out.append("")
@@ -426,7 +479,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--llama-server", default=os.environ.get("CHORUS_LLAMA_SERVER", "/tmp/llama-native/build/bin/llama-server"))
     ap.add_argument("--gguf", default=None, help="default: the embedded model (CHORUS_GGUF, or assembled as Chorus does)")
-    ap.add_argument("--servers", default="bare,native")
+    ap.add_argument("--servers", default="bare,native", help="bare, native, chorus (the embedded server through Chorus's gateway)")
     ap.add_argument("--rounds", type=int, default=1, help="sessions of each server, taken turn about")
     ap.add_argument("--slots", type=int, default=3, help="the native server's slots, and the calls sent at once")
     ap.add_argument("--native-args", default="--cache-reuse 256", help="more flags for llama-server")
@@ -438,6 +491,8 @@ def main() -> None:
     signal.signal(signal.SIGTERM, _stop_all)
     gguf = find_gguf(args.gguf)
     kinds = [k for k in args.servers.split(",") if k]
+    if not set(kinds) <= {"bare", "native", "chorus"}:
+        raise SystemExit(f"--servers: bare, native or chorus, not {args.servers}")
     if "native" in kinds and not Path(args.llama_server).is_file():
         raise SystemExit(f"no llama-server at {args.llama_server} (--llama-server, CHORUS_LLAMA_SERVER)")
     print(f"# {gguf.name}, {os.cpu_count()} cores, servers {kinds} x {args.rounds}", flush=True)

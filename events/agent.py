@@ -21,7 +21,29 @@ class ToolSpec(BaseModel):
     topic: str = ""  # "module:Class" of the implementation, so any process can import it
 
 
-@event_type("AgentStarted", version=2)  # v2: Budget() became finite (events/runs.py)
+# What each grounded rule revision (the integer `AgentStarted.rules` of schema v2 and before)
+# meant, as the named patches it added to the one before (actors/agent/patches.py says what
+# each patch does). History: never edit it, or recorded runs replay other than they ran.
+RULE_REVISIONS: tuple[tuple[str, ...], ...] = (
+    (),  # 0: runs before revisions existed, and every run that was not grounded
+    ("answer_first", "quote_checks"),
+    ("all_names_shown", "only_where"),
+    ("head_phrase",),
+    ("new_name",),
+    ("private_names", "kind_words", "names_one", "restated"),
+)
+
+
+def revision_patches(rules: int) -> list[str]:
+    """The patches a run recorded at rule revision `rules` started with. Revisions 6 to 8 were
+    experiments, deleted: such a run keeps a patch named for its revision (`rule_revision_6`),
+    which no code knows, so it is refused with one clear error when replayed or resumed."""
+    patches = [p for revision in RULE_REVISIONS[: rules + 1] for p in revision]
+    return patches if rules < len(RULE_REVISIONS) else [*patches, f"rule_revision_{rules}"]
+
+
+# v2: Budget() became finite (events/runs.py); v3: the rule revision became named patches
+@event_type("AgentStarted", version=3)
 class AgentStarted(Event):
     goal: str
     root: str
@@ -37,16 +59,25 @@ class AgentStarted(Event):
     # refused answer, and shows them as its own notes (not as the model's steps); the model's own
     # lookups are capped. False for runs recorded before, so they replay as they ran.
     lookups: bool = False
-    # The revision of the grounded agent's rules the run started with (0 for runs recorded
-    # before revisions existed, so they replay as they ran). 1: after an opening lookup that
-    # found the named definition, the model's first step may only be the answer (a "not found"
-    # there sends it on searching).
-    rules: int = 0
+    # The named behaviour changes the run started with (actors/agent/patches.py): new grounded
+    # runs with lookups take every current patch; a run replays with the ones it recorded.
+    patches: list[str] = []
 
 
 @upcaster("AgentStarted", from_version=1)
 def _agentstarted_v1(payload: dict[str, Any]) -> dict[str, Any]:
     return explicit_budget(payload)  # written when Budget() was unlimited: it stays so
+
+
+def rules_as_patches(payload: dict[str, Any]) -> dict[str, Any]:
+    """A payload holding a rule revision (`rules`, absent: 0), with its patches in its place."""
+    out = {k: v for k, v in payload.items() if k != "rules"}
+    return {**out, "patches": revision_patches(int(payload.get("rules") or 0))}
+
+
+@upcaster("AgentStarted", from_version=2)
+def _agentstarted_v2(payload: dict[str, Any]) -> dict[str, Any]:
+    return rules_as_patches(payload)
 
 
 @event_type("StepDecided")

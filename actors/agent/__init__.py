@@ -2,7 +2,7 @@
 
 The plan every workload folder follows:
     react.py, parsing.py, policy.py   the pure core: `ReactAgent` (decide/evolve, next_effect)
-    lookups.py                        the agent's own lookups and rule revisions (`RULES`)
+    lookups.py, patches.py            the agent's own lookups; its named patches (`patched`)
     asks.py, evidence.py, verify.py   what a question asks, grounding quotes, the verify step
     prompt.py                         its prompts and step schema
     actor.py                          the Ray shell: `AgentActor`, which serves any agent run

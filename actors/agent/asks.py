@@ -10,6 +10,9 @@ from __future__ import annotations
 
 import builtins
 import re
+from collections.abc import Collection
+
+from actors.agent.patches import patched
 
 _ASKS: list[tuple[str, re.Pattern[str]]] = [
     ("base", re.compile(r"\b(subclass(es)?|inherits?|inherited|base class(es)?|derives?|derived|parent class|superclass)\b", re.I)),
@@ -23,12 +26,12 @@ _ASKS: list[tuple[str, re.Pattern[str]]] = [
                         r"(?! does \w+ (subclass|inherit))", re.I)),
 ]
 ASKED_KIND = re.compile(r"\b(which|what) (method|function|class|exception|attribute|constant|variable|property|decorator)\b", re.I)
-# Rule revision 5: up to two words may stand between (which module-level function, what
+# Patch kind_words: up to two words may stand between (which module-level function, what
 # private helper method).
 _KINDS = r"(method|function|class|exception|attribute|constant|variable|property|decorator)"
 ASKED_KIND_5 = re.compile(rf"\b(which|what) (?:[\w-]+ ){{0,2}}?{_KINDS}\b(?! does \w+ (subclass|inherit))", re.I)
 
-# Rule revision 3: what a "which/what X ..." question asks for is its head phrase, the words
+# Patch head_phrase: what a "which/what X ..." question asks for is its head phrase, the words
 # between the question word and the verb or preposition after them ("Which close code does
 # ... use when an incoming message ..." asks for a code, not a message).
 _HEAD = re.compile(
@@ -42,8 +45,6 @@ _HEAD_VALUE = re.compile(
     r"delay|length|rate|version|range|amount|capacity)s?\b",
     re.I,
 )
-# Rule revision 8: "what does ... say" with dotted names and up to twelve words between.
-_SAYS_8 = re.compile(r"^\s*what\s+does\s+\S+(?:\s+\S+){0,11}?\s+(?:log|print|say|warn|write|emit)\b", re.I)
 _SAYS = re.compile(r"^\s*what\s+does\s+\S+(?:\s+\S+){0,3}?\s+(?:log|print|say|warn|write|emit)\b", re.I)
 
 
@@ -64,16 +65,15 @@ def head_ask(question: str) -> str | None:
     return None
 
 
-def ask_of(question: str, rules: int = 0) -> str:
-    """What the question asks for: name, base, override, message, value or any. From rule
-    revision 3, a "which/what X ..." question's head phrase X decides first (`head_ask`);
-    from 5, "which module-level function" asks for a name too (`ASKED_KIND_5`)."""
-    if rules >= ALL_NAMES_RULES and _SAYS_8.match(question):  # "What does the Error raised by a.b.f say ..."
-        return "message"
-    if rules >= 3 and (head := head_ask(question)) is not None:
+def ask_of(question: str, patches: Collection[str] = ()) -> str:
+    """What the question asks for: name, base, override, message, value or any. With patch
+    head_phrase, a "which/what X ..." question's head phrase X decides first (`head_ask`);
+    with kind_words, "which module-level function" asks for a name too (`ASKED_KIND_5`)."""
+    if patched(patches, "head_phrase") and (head := head_ask(question)) is not None:
         return head
+    kind_words = patched(patches, "kind_words")
     for kind, pattern in _ASKS:
-        if pattern.search(question) or (kind == "name" and rules >= 5 and ASKED_KIND_5.search(question)):
+        if pattern.search(question) or (kind == "name" and kind_words and ASKED_KIND_5.search(question)):
             return kind
     return "any"
 
@@ -95,7 +95,7 @@ SENTENCE_WORDS = frozenset(
     "The It Its This That These Those A An In If For When Which What Where How Evidence Not Python Yes No Line File".split()
 )
 _QUESTION_WORDS = frozenset("Which What Where When Why How Who Whose Does Do Is Are Can The This That In If For".split())
-# Rule revision 5: the same names with Python's private prefix (`_LAST_GLIBC_MINOR`,
+# Patch private_names: the same names with Python's private prefix (`_LAST_GLIBC_MINOR`,
 # `_TrimmedRelease`, `_parse_version`), which `\b` before a capital or a letter never matched.
 _PRIVATE_NAMES = (
     re.compile(r"(?<!\w)(_*[A-Z]\w*\.[A-Za-z_]\w*)(?:\(\))?"),
@@ -105,18 +105,17 @@ _PRIVATE_NAMES = (
     re.compile(r"(?<!\w)(_*[A-Z][a-z]\w*) (?:class|object|instance|exception|method|function)\b"),
     re.compile(r"\b(?:class|exception) (_*[A-Z]\w+)\b"),
 )
-PRIVATE_RULES = 5
 
 
-def _name_patterns(rules: int) -> tuple[re.Pattern[str], ...]:
-    return _PRIVATE_NAMES if rules >= PRIVATE_RULES else _QUESTION_NAMES
+def _name_patterns(patches: Collection[str]) -> tuple[re.Pattern[str], ...]:
+    return _PRIVATE_NAMES if patched(patches, "private_names") else _QUESTION_NAMES
 
 
-def question_name(question: str, rules: int = 0) -> str | None:
+def question_name(question: str, patches: Collection[str] = ()) -> str | None:
     """The name whose definition the agent reads before the model's first step: the most
-    specific code name the question gives (Python's built-ins aside), or None. From rule
-    revision 5, names with a leading underscore too."""
-    for pattern in _name_patterns(rules):
+    specific code name the question gives (Python's built-ins aside), or None. With patch
+    private_names, names with a leading underscore too."""
+    for pattern in _name_patterns(patches):
         for m in pattern.finditer(question):
             name = m.group(1).rstrip(".")
             if name.split(".")[0] not in _BUILTINS | _QUESTION_WORDS and len(name) > 2:
@@ -127,11 +126,11 @@ def question_name(question: str, rules: int = 0) -> str | None:
 _PRIVATE_NAME = re.compile(r"(?<![\w.])(_+[a-z]\w*)\b")  # `_process_error`: question_name's patterns miss it
 
 
-def question_names(question: str, rules: int = 0) -> list[str]:
+def question_names(question: str, patches: Collection[str] = ()) -> list[str]:
     """Every code name the question gives (`question_name` is the first of them), without
     those a longer one holds (`Connection` of `Connection.next_event`)."""
     found: list[str] = []
-    for pattern in (*_name_patterns(rules), _PRIVATE_NAME):
+    for pattern in (*_name_patterns(patches), _PRIVATE_NAME):
         for m in pattern.finditer(question):
             name = m.group(1).rstrip(".")
             if name.split(".")[0] not in _BUILTINS | _QUESTION_WORDS and len(name) > 2 and name not in found:
@@ -139,45 +138,10 @@ def question_names(question: str, rules: int = 0) -> list[str]:
     return [n for n in found if not any(n != o and re.search(rf"(?<!\w){re.escape(n)}(?!\w)", o) for o in found)]
 
 
-# Rule revision 7: a question whose code names are plain lowercase words (`tzrange`,
-# `dateutil.easter.easter(year)`), which the patterns above never take for code. The agent's
-# opening lookup hands them to find_definition in this order (first_of), which shows the first
-# the code defines: a dotted name as any definition, a plain word only as a class's exact name.
-LOOKUP_WORDS_RULES = 7
-_DOTTED_WORDS = re.compile(r"(?<![\w.])([A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)")
-_PLAIN_WORD = re.compile(r"(?<![\w.])([a-z][a-z0-9]{2,})(?![\w.])")
-MAX_LOOKUP_WORDS = 12
-
-
-# Rule revision 8: the opening lookup hands every name of the question to find_definition
-# (first_of), the code-shaped ones first, so a name the code does not define (a module's,
-# `_next_gen`) no longer ends the lookup; a code-shaped name counts as any definition.
-ALL_NAMES_RULES = 8
-
-
-def opening_names(question: str, rules: int, stop_words: frozenset[str] = frozenset()) -> list[str]:
-    """What the opening lookup asks find_definition for, in order: from revision 8 the
-    question's code names then its lookup words; from 7, the lookup words of a question with
-    no code name; else none (the lookup reads `question_name` alone)."""
-    if rules >= ALL_NAMES_RULES:
-        return list(dict.fromkeys(question_names(question, rules) + lookup_words(question, stop_words)))[:MAX_LOOKUP_WORDS]
-    if rules >= LOOKUP_WORDS_RULES and question_name(question, rules) is None:
-        return lookup_words(question, stop_words)
-    return []
-
-
-def lookup_words(question: str, stop_words: frozenset[str] = frozenset()) -> list[str]:
-    """The words of a question that may name code, for find_definition(first_of=...): its
-    dotted names, then its other lowercase words (`stop_words` left out), each once."""
-    dotted = [m.group(1) for m in _DOTTED_WORDS.finditer(question)]
-    plain = [w for w in _PLAIN_WORD.findall(question) if w not in stop_words]
-    return list(dict.fromkeys(dotted + plain))[:MAX_LOOKUP_WORDS]
-
-
-def names_shown(question: str, observation: str, rules: int = 0) -> bool:
+def names_shown(question: str, observation: str, patches: Collection[str] = ()) -> bool:
     """Whether a definition the tools showed holds every name the question gives (a member by
     its own name): what the question asks about is in view, not just one name of several."""
     return all(
         re.search(rf"(?<![\w]){re.escape(n.rpartition('.')[2])}(?!\w)", observation)
-        for n in question_names(question, rules)
+        for n in question_names(question, patches)
     )

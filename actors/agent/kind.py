@@ -16,7 +16,7 @@ import actors.tools.definitions  # noqa: F401  (registers find_definition)
 import actors.tools.files  # noqa: F401  (registers the file tools the ReAct agent uses)
 from actors.agent.actor import AgentActor, agent_stream
 from actors.agent.policy import unwrap_answer
-from actors.agent.lookups import MAX_RULES
+from actors.agent.patches import check_patches
 from actors.agent.react import ReactAgent
 from actors.runtime.behaviour import Behaviour
 from actors.runtime.cli_dialect import add_root
@@ -73,9 +73,9 @@ class AgentRunKind(RunKind):
         max_iterations: int = 10,
         llm_params: dict[str, Any] | None = None,
         grounded: bool | None = None,
-        rules: int | None = None,
+        patches: list[str] | None = None,
     ) -> RunHandle:
-        root_path = checked_root(root, max_iterations, rules)
+        root_path = checked_root(root, max_iterations, patches)
         agent_cls = self.agent_class()
         if tools is None:
             tools = agent_cls.tools_for(repo) if hasattr(agent_cls, "tools_for") else agent_cls.default_tools
@@ -101,8 +101,8 @@ class AgentRunKind(RunKind):
         extra: dict[str, Any] = {"repo": repo} if repo else {}
         if grounded is not None:
             extra["grounded"] = grounded
-        if rules is not None:  # a grounded run's rule revision (default: the agent's RULES)
-            extra["rules"] = rules
+        if patches is not None:  # a grounded run's named patches (default: every current one)
+            extra["patches"] = patches
         start = agent_cls.make_start(
             goal=goal,
             root=str(root_path),
@@ -217,13 +217,15 @@ class AgentRunKind(RunKind):
         return unwrap_answer(answer)
 
 
-def checked_root(root: str | Path, max_iterations: int, rules: int | None) -> Path:
+def checked_root(root: str | Path, max_iterations: int, patches: list[str] | None = None) -> Path:
     """The run's folder, resolved, after the checks every agent-led run makes of its options
     (ValueError, before anything is written)."""
     if max_iterations < 1:
         raise ValueError(f"max_iterations must be at least 1, not {max_iterations}")
-    if rules is not None and not 0 <= rules <= MAX_RULES:
-        raise ValueError(f"rules must be a rule revision from 0 to {MAX_RULES}, not {rules}")
+    if patches is not None:
+        if isinstance(patches, str):
+            raise ValueError(f"patches must be a list of patch names, not the string {patches!r}")
+        check_patches(patches)
     root_path = Path(root).expanduser().resolve()
     if not root_path.is_dir():
         raise ValueError(f"root folder {root} does not exist")

@@ -1,19 +1,19 @@
 """The agent's own lookups and what they allow: the definition it reads for the model before
 the first step (`opening_lookup`), when the model's next step may only be the answer
-(`answer_first`, and the line-number answer of rule revisions 6 and 7), which names it has
-looked up, and the rule revision new runs start with (`RULES`). Pure: state in, decisions out.
+(`answer_first`), which names it has looked up, and the patches new runs start with
+(`new_patches`). Pure: state in, decisions out.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from collections.abc import Collection
+from typing import TYPE_CHECKING
 
-from actors.agent.asks import ALL_NAMES_RULES, ask_of, names_shown, opening_names, question_name
-from actors.agent.evidence import shown_lines, spans
+from actors.agent.asks import ask_of, names_shown, question_name
+from actors.agent.evidence import spans
+from actors.agent.patches import PATCHES, patched
 from actors.agent.policy import REPEAT_MARK
-from actors.agent.prompt import HistoryItem
 from actors.agent.verify import shows_a_value
-from actors.tools.search import STOP_WORDS
 from events.agent import StepDecided, ToolSpec
 
 if TYPE_CHECKING:
@@ -68,7 +68,12 @@ def named_scope(state: AgentState) -> list[tuple[str, int, int]]:
     return spans(first.observation) if first is not None else []
 
 
-RULES = 5  # the rule revision new grounded runs with lookups start with (AgentStarted.rules)
+def new_patches(lookups: bool) -> list[str]:
+    """The patches a new run starts with (AgentStarted.patches): every current one for a
+    grounded run with the agent's own lookups, none for any other (their paths are the old ones)."""
+    return list(PATCHES) if lookups else []
+
+
 ANSWER_FIRST_ASKS = ("value", "base", "override", "name", "any")  # a message is raised elsewhere
 NOT_IN_DEFINITION = (
     "The definition does not show it, then. Search for it now: search_files with a name or a word "
@@ -81,77 +86,23 @@ SHOWN_IN_PART = ("more member lines;", "(the definition goes on to line")  # fin
 
 def answer_first(state: AgentState) -> bool:
     """Whether the model's next step may only be the answer: its first step, right after the
-    agent's opening lookup found the definition the question names (rules ≥ 1). Not for a
-    question asking for a message (raised elsewhere than its class's definition), nor for a
-    value the definition shows no likely line for, nor, for other questions, when the
-    definition was shown only in part. From rule revision 2, only when the definition shows
-    every name the question gives."""
-    if state.rules < 1 or state.iteration > 0 or len(state.history) != 1:
+    agent's opening lookup found the definition the question names (patch answer_first). Not
+    for a question asking for a message (raised elsewhere than its class's definition), nor for
+    a value the definition shows no likely line for, nor, for other questions, when the
+    definition was shown only in part. With patch all_names_shown, only when the definition
+    shows every name the question gives."""
+    if not patched(state, "answer_first") or state.iteration > 0 or len(state.history) != 1:
         return False
     first, question = state.history[0], question_of(state.goal)
     if not (first.auto and first.thought.startswith(OPENING)) or first.observation.startswith(NO_DEFINITION):
         return False
-    if state.rules >= 2 and not names_shown(question, first.observation, state.rules):
+    if patched(state, "all_names_shown") and not names_shown(question, first.observation, state.patches):
         return False  # the question names more than this definition shows: what it asks may be elsewhere
-    ask = ask_of(question, state.rules)
+    ask = ask_of(question, state.patches)
     if ask == "value":  # only when a line of the definition may state it (else the model picks any number)
         return shows_a_value(question, first.observation)
     # anything else: only when the definition was shown whole (a long class's outline is cut)
     return ask in ANSWER_FIRST_ASKS and not any(cut in first.observation for cut in SHOWN_IN_PART)
-
-
-# In rule revisions 6 and 7 the answer-first step picks a line number (`answer_lines`). It was
-# level with revision 5 on two held-out packages, and the model once copied the step's note into
-# its answer; revision 8 answers as 5 did.
-LINE_RULES = 6
-MAX_RULES = ALL_NAMES_RULES  # the newest rule revision a run may ask for (7, 8: asks.opening_names; 7: verify's named values)
-
-
-def answer_lines(state: AgentState) -> dict[int, tuple[str, str]]:
-    """Rule revision 6: the lines the opening lookup showed of the definition the question
-    names (line number → path, text), which the answer-first step chooses from; empty for
-    earlier runs, or when the lookup showed lines of more than one file."""
-    if not LINE_RULES <= state.rules < ALL_NAMES_RULES or not state.history:  # revision 8 drops it
-        return {}
-    scope = named_scope(state)
-    files = {p for p, _, _ in scope}
-    if len(files) != 1:
-        return {}
-    shown = shown_lines([state.history[0].observation])
-    path = files.pop()
-    lines = next((ls for p, ls in shown.items() if p == path), {})
-    return {n: (path, text) for n, text in lines.items() if any(a <= n <= b for _, a, b in scope) and text.strip()}
-
-
-def with_chosen_line(state: AgentState, args: dict[str, Any], parsed: Any) -> dict[str, Any]:
-    """An answer-first step's args under rule revision 6: the `line` the reply chose (read from
-    the reply itself, `parsed`, as the step parser keeps no line) as the source and quote the
-    verify step checks, the line's text as the tool showed it. Args that already cite a
-    source, or a line the step could not choose, are left as they are."""
-    if args.get("source") or args.get("quote") or not isinstance(parsed, dict):
-        return args
-    reply_args = parsed.get("args")
-    try:
-        n = int(reply_args.get("line"))  # type: ignore[union-attr]
-    except (AttributeError, TypeError, ValueError):
-        return args
-    chosen = answer_lines(state).get(n)
-    if chosen is None:
-        return args
-    path, text = chosen
-    return {**args, "source": f"{path}:{n}", "quote": text.strip()}
-
-
-def looked_up(step: HistoryItem, rules: int) -> list[str]:
-    """The names a find_definition step asked for: its name; from rule revision 8, for the
-    opening lookup's first_of, every name up to the one it found (the rest were not tried)."""
-    if rules < ALL_NAMES_RULES or "first_of" not in step.args:
-        return [str(step.args.get("name", ""))]
-    names = [str(n) for n in step.args.get("first_of") or []]
-    found = step.observation.split(" is defined in ", 1)[0].split()[-1:] if " is defined in " in step.observation.split("\n", 1)[0] else []
-    last = found[0].split("(")[0].rpartition(".")[2] if found else ""
-    cut = next((i for i, n in enumerate(names) if n.rpartition(".")[2] == last), len(names) - 1)
-    return names[: cut + 1]
 
 
 def own_lookups(state: AgentState) -> int:
@@ -159,24 +110,14 @@ def own_lookups(state: AgentState) -> int:
     return sum(1 for h in state.history if h.action == FIND_DEFINITION and not h.auto)
 
 
-def opening_lookup(goal: str, tool_names: list[str], rules: int = 0) -> StepDecided | None:
+def opening_lookup(goal: str, tool_names: list[str], patches: Collection[str] = ()) -> StepDecided | None:
     """Before the model's first step, the agent reads the definition of the most specific code
-    name the question gives (`Class.member`, CamelCase, CONSTANT, snake_case; from rule
-    revision 5 with a leading underscore too), if it has find_definition: a question about a
-    named definition starts with its lines in view. From rule revision 7, a question with none
-    of those has find_definition show the first of its dotted names and plain words the code
-    defines (`asks.lookup_words`); from 8, every question does, its code names first
-    (`asks.opening_names`)."""
+    name the question gives (`Class.member`, CamelCase, CONSTANT, snake_case; with patch
+    private_names with a leading underscore too), if it has find_definition: a question about a
+    named definition starts with its lines in view."""
     if FIND_DEFINITION not in tool_names:
         return None
-    name = question_name(question_of(goal), rules)
-    words = opening_names(question_of(goal), rules, STOP_WORDS)
-    if words:
-        thought = (
-            f"{OPENING} {name}: read its definition, or the next of its names the code defines." if name is not None
-            else f"{OPENING} code in plain words; read the first of {', '.join(words[:4])}, ... that the code defines."
-        )
-        return StepDecided(iteration=0, thought=thought, action=FIND_DEFINITION, args={"first_of": words}, auto=True)
+    name = question_name(question_of(goal), patches)
     if name is None:
         return None
     return StepDecided(

@@ -11,7 +11,6 @@ cannot, says precisely what was wrong.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
@@ -58,23 +57,14 @@ class StepProblem(BaseModel):
     raw: str = ""
 
 
-def step_schema(tool_names: Sequence[str], lines: Sequence[int] = ()) -> dict[str, Any]:
+def step_schema(tool_names: Sequence[str]) -> dict[str, Any]:
     """JSON schema of a step, `action` limited to the tools and "answer".
 
     Kept plain (no anyOf, no per-tool args) because llama.cpp turns it into a grammar.
-    Pass no tools on the last iteration to force an answer. `lines` (rule revision 6, the
-    answer step right after the opening lookup): the answer's args are a `line`, one of these
-    numbers, then the `answer`, so the model picks the line it answers from instead of
-    copying it.
+    Pass no tools on the last iteration to force an answer.
     """
     names = [n for n in dict.fromkeys(tool_names) if n != ANSWER] + [ANSWER]
     args: dict[str, Any] = {"type": "object"}
-    if lines:
-        args = {
-            "type": "object",
-            "properties": {"line": {"type": "integer", "enum": list(lines)}, "answer": {"type": "string"}},
-            "required": ["line", "answer"],
-        }
     return {
         "type": "object",
         "properties": {
@@ -304,12 +294,6 @@ ANSWER_FIRST_NOTE = (
     "the line of it that states the answer, copied exactly. If none of its lines states it, "
     'answer "Not found in the code" and you will search next.'
 )
-ANSWER_LINE_NOTE = (
-    "Step 1 of {max}. Answer now from the definition above: in args give line, the number of "
-    "the line of it that states the answer, then answer, what that line says that answers the "
-    'goal (the name, value or text itself). If none of its lines states it, answer "Not found '
-    'in the code" and you will search next.'
-)
 
 
 def found_nothing(observation: str) -> bool:
@@ -321,9 +305,6 @@ def looked_up_note(step: HistoryItem, goal: str = "") -> str:
     """The agent's own definition lookup, as it shows it to the model, with the lines of it
     that share the most words with the question."""
     name = next(iter(step.args.values()), "") if step.args else ""
-    if "first_of" in step.args:  # rule revision 7: the name is the one the tool found
-        found = re.match(r"\s*(?:class|function|method|constant|attribute|variable)\s+([\w.]+)", step.observation)
-        name = found.group(1) if found else "a name from the goal"
     pointers = pointer_lines(goal.strip().split("\n\n", 1)[0], step.observation) if goal else []
     close = "If a line above states the answer, answer now and quote that line."
     if pointers:
@@ -362,7 +343,6 @@ def build_messages(
     note: Callable[[int, int], str] | None = None,
     grounded: bool = False,
     answer_first: bool = False,
-    answer_line: bool = False,
 ) -> list[dict[str, str]]:
     """OpenAI chat messages asking for step `iteration` (1-based) of at most `max_iterations`.
 
@@ -374,8 +354,7 @@ def build_messages(
     long the run; `earlier_steps` counts steps before `history` that the caller dropped.
     `system` replaces the system prompt and `note` the closing line (`iteration_note`), for an
     agent with other tools. `grounded` asks for answers that quote their line. `answer_first`
-    (the step after the agent's opening lookup) asks for the answer from the definition shown;
-    `answer_line` (rule revision 6) asks for it as a line number of it and the answer.
+    (the step after the agent's opening lookup) asks for the answer from the definition shown.
     """
     keep_last = max(0, keep_last)
     split = max(0, len(history) - keep_last)
@@ -404,7 +383,7 @@ def build_messages(
     last_role, last_text = turns[-1]
     closing = (note or iteration_note)(max_iterations if force_answer else iteration, max_iterations)
     if answer_first:
-        closing = (ANSWER_LINE_NOTE if answer_line else ANSWER_FIRST_NOTE).format(max=max_iterations)
+        closing = ANSWER_FIRST_NOTE.format(max=max_iterations)
     turns[-1] = (last_role, f"{last_text}\n\n{closing}")
 
     messages = [{"role": "system", "content": system if system is not None else system_prompt(tools, grounded)}]

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, model_validator
 
 from actors.agent.evidence import is_not_found
 from actors.agent.lookups import (
@@ -23,18 +23,16 @@ from actors.agent.lookups import (
     NOT_IN_DEFINITION,
     NOT_LOOKED,
     READ_FILE,
-    RULES,
     answer_first,
-    answer_lines,
     looked,
-    looked_up,
     named_scope,
+    new_patches,
     opening_lookup,
     own_lookups,
     question_of,
     reads_code,
-    with_chosen_line,
 )
+from actors.agent.patches import check_patches
 from actors.agent.verify import check_answer, lookup_name
 from actors.agent.policy import format_observation, is_repeat, repeat_observation, wrap_answer
 from actors.agent.parsing import parse_step
@@ -51,6 +49,7 @@ from events.agent import (
     StepDecided,
     StepRejected,
     ToolSpec,
+    revision_patches,
 )
 from events.base import Event, State
 from events.debug import PromptEdited
@@ -96,7 +95,7 @@ class AgentState(State):
     budget: Budget = Budget()
     grounded: bool = False
     lookups: bool = False
-    rules: int = 0
+    patches: list[str] = []
     history: list[HistoryItem] = []  # the most recent HISTORY_KEPT steps
     steps_dropped: int = 0  # older steps, no longer in the state
     pending: PendingStep | None = None
@@ -112,6 +111,16 @@ class AgentState(State):
     answer: str | None = None
     error: ErrorInfo | None = None
     prompt_edit: PromptEdit | None = None  # a fork's edited prompt, until that call is made
+
+    @model_validator(mode="before")
+    @classmethod
+    def _rule_revision(cls, data: Any) -> Any:
+        """A snapshot taken when the state held the rule revision (`rules`): its patches."""
+        if isinstance(data, dict) and "rules" in data:
+            rules = int(data.get("rules") or 0)
+            data = {k: v for k, v in data.items() if k != "rules"}
+            data.setdefault("patches", revision_patches(rules))
+        return data
 
     @property
     def tool_names(self) -> list[str]:
@@ -135,7 +144,7 @@ class StartAgent(Command):
     budget: Budget = Budget()
     grounded: bool = False
     lookups: bool = False
-    rules: int = 0
+    patches: list[str] = []
 
 
 # The agent's own limits (its counters, checked in `next_effect`) end a run as "budget_exceeded";
@@ -188,11 +197,8 @@ def next_effect(state: AgentState, prompt: Callable[..., list[dict[str, str]]] |
     last = must_answer(state)
     grounded: dict[str, Any] = {"grounded": True} if state.grounded else {}  # runs from before grounding: their prompt
     first = answer_first(state)
-    if first:  # runs from before rule revision 1: their prompt
+    if first:  # runs without patch answer_first: their prompt
         grounded["answer_first"] = True
-    lines = answer_lines(state) if first else {}
-    if lines:  # runs from before rule revision 6: their prompt
-        grounded["answer_line"] = True
     edit = state.prompt_edit
     if edit is not None and edit.call_index == state.llm_calls + 1:
         messages = edit.messages  # a person's prompt for this call (a fork with an edit)
@@ -212,7 +218,7 @@ def next_effect(state: AgentState, prompt: Callable[..., list[dict[str, str]]] |
         messages=messages,
         params=state.params,
         # On the last iteration the grammar only allows "answer".
-        response_schema=step_schema([] if last or first else state.tool_names, sorted(lines)),
+        response_schema=step_schema([] if last or first else state.tool_names),
     )
     return CallLlm(request=request, call_index=state.llm_calls + 1)
 
@@ -263,7 +269,9 @@ class ReactAgent(Behaviour[AgentState]):
         if kw.get("grounded") is None:
             kw["grounded"] = cls.grounded_by_default and reads_code(tools)
         kw.setdefault("lookups", bool(kw["grounded"]) and FIND_DEFINITION in [t.name for t in tools])
-        kw.setdefault("rules", RULES if kw["lookups"] else 0)
+        if kw.get("patches") is None:
+            kw["patches"] = new_patches(kw["lookups"])
+        kw["patches"] = check_patches(kw["patches"])
         return StartAgent(key="start", goal=goal, root=root, tools=tools, **kw)
 
     def start_command(self, started: AgentStarted, key: str = "start") -> StartAgent:
@@ -274,6 +282,7 @@ class ReactAgent(Behaviour[AgentState]):
         if isinstance(command, StartAgent):
             if state.status != "new":
                 return []
+            check_patches(command.patches)  # a run recorded at a deleted rule revision stops here
             started = AgentStarted(
                 goal=command.goal,
                 root=command.root,
@@ -284,9 +293,9 @@ class ReactAgent(Behaviour[AgentState]):
                 budget=command.budget,
                 grounded=command.grounded,
                 lookups=command.lookups,
-                rules=command.rules,
+                patches=command.patches,
             )
-            first = opening_lookup(command.goal, [t.name for t in command.tools], command.rules) if command.lookups else None
+            first = opening_lookup(command.goal, [t.name for t in command.tools], command.patches) if command.lookups else None
             return [started] if first is None else [started, first]
         if state.finished:
             return []
@@ -334,10 +343,9 @@ class ReactAgent(Behaviour[AgentState]):
                 refused = NOT_IN_DEFINITION  # asked to answer first: "not found" there means search on
             checked, read_next, follow = False, None, True
             if text and refused is None and state.grounded:
-                args = with_chosen_line(state, step.args, result.parsed) if answer_first(state) else step.args
                 verdict = check_answer(
-                    question_of(state.goal), text, args, [h.observation for h in state.history], forced=must_answer(state),
-                    strict=state.lookups, scope=named_scope(state), rules=state.rules,
+                    question_of(state.goal), text, step.args, [h.observation for h in state.history],
+                    forced=must_answer(state), strict=state.lookups, scope=named_scope(state), patches=state.patches,
                 )
                 text, refused, checked = verdict.answer or text, verdict.observation or None, True
                 read_next, follow = verdict.read or verdict.find, verdict.follow
@@ -399,7 +407,7 @@ class ReactAgent(Behaviour[AgentState]):
                 )
         if FIND_DEFINITION not in state.tool_names:
             return None
-        done = [n for h in state.history if h.action == FIND_DEFINITION for n in looked_up(h, state.rules)]
+        done = [str(h.args.get("name", "")) for h in state.history if h.action == FIND_DEFINITION]
         if state.pending is not None:
             return None
         name = lookup_name(question_of(state.goal), answer, done)
@@ -443,7 +451,7 @@ class ReactAgent(Behaviour[AgentState]):
                 budget=event.budget,
                 grounded=event.grounded,
                 lookups=event.lookups,
-                rules=event.rules,
+                patches=event.patches,
                 started_at=event.timestamp,
             )
         elif isinstance(event, (LlmCompleted, LlmFailed)):

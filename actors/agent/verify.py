@@ -5,19 +5,18 @@ a line the tools showed, at that line. Then `mismatch`, a rule, compares what th
 (a value, a message, a base class, a name: actors/agent/asks.py) with what the quote holds. A
 question asking for a value whose quote holds only a name, an answer whose number is not in its
 quote, or an answer that only restates its question sends the agent back to read the definition.
-Which rules apply is the run's rule revision (AgentStarted.rules), so a run replays from its log
-with the verdicts it had.
+Which rules apply is the run's patches (AgentStarted.patches, actors/agent/patches.py), so a run
+replays from its log with the verdicts it had.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from actors.agent.asks import (
-    ALL_NAMES_RULES,
     ASKED_KIND,
     ASKED_KIND_5,
     CAMEL_NAME,
@@ -44,6 +43,7 @@ from actors.agent.evidence import (
     shown_lines,
     shows_overrides,
 )
+from actors.agent.patches import patched
 from actors.tools.search import STOP_WORDS
 
 _LITERAL = re.compile(r"(?<![\w.])-?\d+(?:\.\d+)?(?![\w.])|(['\"]).+?\1|\b(True|False|None)\b")
@@ -65,29 +65,6 @@ def _values(quote: str) -> set[str]:
     return out
 
 
-# Rule revision 7: a value may be a name (`def easter(year, method=EASTER_WESTERN):`,
-# `timeout = DEFAULT_TIMEOUT`): what stands alone right of an `=` (a default or an assignment).
-NAMED_VALUE_RULES = 7
-_NAMED_VALUE = re.compile(r"(?<![=!<>+\-*/%&|^:])=\s*(?P<v>[A-Za-z_][\w.]*)\s*(?=[,)#:]|$)")
-
-
-def _gives(value: str, answer: str, rules: int) -> bool:
-    """Whether an answer (lowercased) gives a value; from rule revision 8 an f-string's value
-    is given by its literal text (`Cannot convert value to bool: {val!r}` by an answer with
-    `Cannot convert value to bool: <value>`)."""
-    if value.lower() in answer:
-        return True
-    if rules < ALL_NAMES_RULES or "{" not in value:
-        return False
-    parts = [p.strip().lower() for p in re.split(r"\{[^{}]*\}", value) if len(p.strip()) >= 4]
-    return bool(parts) and all(p in answer for p in parts)
-
-
-def named_values(quote: str) -> set[str]:
-    """The names a quoted line sets or defaults something to (not True/False/None, not self)."""
-    return {m["v"] for m in _NAMED_VALUE.finditer(quote) if m["v"] not in ("True", "False", "None", "self", "cls")}
-
-
 def _without_citations(answer: str) -> str:
     text = SOURCE.sub(" ", answer)
     return re.sub(r"\blines? \d+(\s*-\s*\d+)?\b", " ", text, flags=re.I)
@@ -95,14 +72,14 @@ def _without_citations(answer: str) -> str:
 
 def mismatch(
     question: str, answer: str, quote: str, classes: Mapping[str, tuple[str, ...]] | None = None, *, strict: bool = False,
-    rules: int = 0,
+    patches: Collection[str] = (),
 ) -> str | None:
     """Why the quote does not answer what the question asks (for the model), or None.
     `classes` (class → bases, from the class lines the tools showed) lets a two-hop question
     quote the class line of a base of the class it names. `strict` (runs started with the
     agent's own lookups): an answer to a value question must give a value its quote holds."""
     classes = classes or {}
-    ask = ask_of(question, rules)
+    ask = ask_of(question, patches)
     q = quote
     name = _name_hint(q) or _name_hint(answer)
     read_it = f"find_definition(name='{name}')" if name else "find_definition of the name you found"
@@ -137,8 +114,8 @@ def mismatch(
         if strict and not named and re.search(r"\b(class|exception)\b", question, re.I):
             # a one-word class name (`Projection`): capitalised words, sentence words aside
             named = [w for w in re.findall(r"\b[A-Z][a-z0-9]\w*", _without_citations(answer)) if w not in SENTENCE_WORDS]
-        if rules >= 4 and named:
-            # Rule revision 4: the answer to "which method/function/class" is a name the
+        if patched(patches, "new_name") and named:
+            # the answer to "which method/function/class" is a name the
             # question does not give; that name, not one the question gave, must be on the quote.
             given = set(re.findall(r"\w+", question))  # every word of it, dotted names' parts included
             new = [n for n in named if n.split(".")[-1] not in given]
@@ -149,16 +126,13 @@ def mismatch(
                     f"({', '.join(f'`{n}`' for n in named[:3])}). Name the {kind} and quote its `def` or `class` line."
                 )
             named = new
-        if rules >= 5 and not named:
-            # Rule revision 5: an answer to "which method/function/class" names one
+        if patched(patches, "names_one") and not named:  # an answer to "which method/function/class" names one
             kind = m.group(2) if (m := ASKED_KIND_5.search(question)) else "name"
             return (
                 f"The question asks which {kind}, and your answer names none. Name the {kind} as the code "
                 "spells it and quote its `def` or `class` line, or the line that uses it."
             )
-        # from rule revision 6 a member reached through an object (`self._parse(`) is shown too
-        before = r"(?<![\w])" if rules >= 6 else r"(?<![\w.])"
-        if named and not any(re.search(rf"{before}{re.escape(n.split('.')[-1])}(?!\w)", q) for n in named):
+        if named and not any(re.search(rf"(?<![\w.]){re.escape(n.split('.')[-1])}(?!\w)", q) for n in named):
             return (
                 f"Your answer names {', '.join(f'`{n}`' for n in named[:3])}, and your quote does not show "
                 f"{'it' if len(named) == 1 else 'any of them'}. Quote the line that defines what you name "
@@ -190,8 +164,7 @@ def mismatch(
             return f'Your quote holds the message "{short(message)}" but your answer does not give it. Answer with that text.'
         return None
     if ask == "value":
-        names = named_values(q) if rules >= NAMED_VALUE_RULES else set()
-        if not _LITERAL.search(q) and not names:
+        if not _LITERAL.search(q):
             return (
                 f"The question asks for a value, and your quote `{short(q)}` holds none (no number, "
                 f"string or True/False/None). Call {read_it} or read the line that sets the value, and quote that line."
@@ -206,19 +179,17 @@ def mismatch(
                 f"Your answer says {', '.join(missing)}, but the quoted line does not: `{short(q)}`. "
                 "Give the value the quote shows, or quote the line that shows yours."
             )
-        values = _values(q) | names
+        values = _values(q)
         bare = _without_citations(answer).lower()
-        if strict and values and not any(_gives(v, bare, rules) for v in values):
+        if strict and values and not any(v.lower() in bare for v in values):
             return (
                 f"The question asks for a value, and your answer does not give the one your quote shows "
                 f"({', '.join(sorted(values)[:3])} in `{short(q)}`). Answer with the value, or quote the line "
                 "that sets the value the question asks for."
             )
-    # from rule revision 8 "... Which module defines it?" asks where too, wherever it stands
-    asks_where = (_WHERE_ANYWHERE.search if rules >= ALL_NAMES_RULES else _WHERE.match)(question)
-    if ask == "any" and rules >= 5 and not asks_where and not new_tokens(question, answer):
-        # Rule revision 5: an answer that gives nothing the question did not (no name, value
-        # or string of its own) restates the question
+    if ask == "any" and patched(patches, "restated") and not _WHERE.match(question) and not new_tokens(question, answer):
+        # an answer that gives nothing the question did not (no name, value or string of its
+        # own) restates the question
         return (
             "Your answer gives no name, value or string that the question does not already give: it "
             "restates the question. Answer with what the quoted line shows (the name, value or text asked for)."
@@ -347,7 +318,6 @@ _CODE = re.compile(r"`([^`\s]+)`|\b([A-Za-z_]\w*_\w+|[a-z]+[A-Z]\w*|[A-Z][a-z0-9
 
 
 _WHERE = re.compile(r"\s*(where|in which (file|module)|which (file|module))\b", re.I)
-_WHERE_ANYWHERE = re.compile(r"\b(where|in which (file|module)|which (file|module))\b", re.I)
 # Words an answer may use to restate a question without answering it.
 _RESTATING = STOP_WORDS | frozenset(
     """maps mapped map defines defined define returns returned return sets set passes passed pass
@@ -370,7 +340,7 @@ def _stem(word: str) -> str:
 def new_tokens(question: str, answer: str) -> list[str]:
     """The words of an answer that its question does not give (plurals and -ed/-ing forms
     count as the question's), leaving out file paths, stop words and the verbs and nouns an
-    answer restating the question uses (rule revision 5's restatement check)."""
+    answer restating the question uses (patch restated's check)."""
     text = _without_citations(re.split(r"\bEvidence:", answer)[0])
     words = [p for w in _WORD.findall(question) for p in (w, *w.split("."))]
     asked = {_stem(w) for w in words} | {w.lower() for w in words}
@@ -443,7 +413,7 @@ _SETS_A_VALUE = re.compile(r"""^\s*[\w.]+\s*(?::[^=]+)?=\s*(-?\d+(?:\.\d+)?|[rbu
 
 def through_scope(
     question: str, answer: str, scope: Iterable[tuple[str, int, int]], shown: Mapping[str, Mapping[int, str]],
-    rules: int = 0,
+    patches: Collection[str] = (),
 ) -> Grounded | None:
     """A value the answer gives, quoted from the wrong line: the line of the definition the
     question names (`scope`) that matches the question best among its lines of code holding a
@@ -452,7 +422,7 @@ def through_scope(
     said = set(_NUMBER.findall(_without_citations(answer))) | {m["s"] for m in _STRING.finditer(answer)}
     if not said:
         return None
-    asked = _terms(question) - _terms(question_name(question, rules) or "")  # what is asked of the definition, not its name
+    asked = _terms(question) - _terms(question_name(question, patches) or "")  # what is asked of the definition, not its name
     options = []
     for path, a, b in scope:
         lines = next((ls for p, ls in shown.items() if same_file(p, path)), {})
@@ -485,19 +455,13 @@ class Verdict:
 
 def check_answer(
     question: str, answer: str, args: Mapping[str, Any], observations: Iterable[str], *, forced: bool = False,
-    strict: bool = False, scope: Iterable[tuple[str, int, int]] = (), rules: int = 0,
+    strict: bool = False, scope: Iterable[tuple[str, int, int]] = (), patches: Collection[str] = (),
 ) -> Verdict:
     """Accept a grounded, verified answer (with its evidence line), a plain "not found", or
     refuse with a note. `forced` (the last step): a refusal becomes "not found", with the
-    unchecked answer named as such. `rules` is the run's rule revision (AgentStarted.rules):
-    from 1, a quote in the wrong file is grounded where it is, a value is quoted from code
-    (not a docstring or comment), and an override is quoted by the overriding `def` line;
-    from 2, an answer saying only where a name is defined answers only a "where" question;
-    from 3, a "which/what X ..." question asks for what its head phrase X names (`head_ask`);
-    from 4, a "which method/function/class" answer names one the question does not give, and
-    that name is on its quote; from 5, a name with a leading underscore is one of the
-    question's names (`_LAST_GLIBC_MINOR`); from 6, a name called through an object
-    (`self._parse(`) is on its quote."""
+    unchecked answer named as such. `patches` are the run's (AgentStarted.patches): what each
+    changes is in actors/agent/patches.py (here quote_checks, only_where, and through `ask_of`
+    and `mismatch` the rest)."""
     text = answer.strip()
     scope = list(scope)
     if is_not_found(text):
@@ -513,20 +477,21 @@ def check_answer(
         return _refused(why, text, forced)
     observations = list(observations)
     shown = shown_lines(observations)
-    checked = ground(shown, cite, strict=strict, relocate=rules >= 1)
+    checks = patched(patches, "quote_checks")
+    checked = ground(shown, cite, strict=strict, relocate=checks)
     if isinstance(checked, str):
         return _refused(checked, text, forced)
-    ask = ask_of(question, rules)
-    if rules >= 2 and (why := only_where(question, text)) is not None:
+    ask = ask_of(question, patches)
+    if patched(patches, "only_where") and (why := only_where(question, text)) is not None:
         return _refused(why, text, forced)
-    if rules >= 1 and ask == "value" and in_prose(next((ls for p, ls in shown.items() if p == checked.path), {}), checked.line):
+    if checks and ask == "value" and in_prose(next((ls for p, ls in shown.items() if p == checked.path), {}), checked.line):
         why = (
             f"Your quote {checked.path}:{checked.line} is from a docstring or a comment, which describes the code. "
             "Quote the line of code that sets or returns the value."
         )
         return _stay(_refused(why, text, forced))
-    if rules >= 1 and ask == "override":
-        member = (question_name(question, rules) or "").rpartition(".")[2]
+    if checks and ask == "override":
+        member = (question_name(question, patches) or "").rpartition(".")[2]
         inside = override_owner(observations, checked) is not None
         if member and not inside and not re.search(rf"\bdef\s+{re.escape(member)}\b", checked.text):
             why = (
@@ -548,7 +513,7 @@ def check_answer(
         return refused if forced else Verdict(None, why, read=(path, a))
     if strict and ask == "override" and scope and outside(checked, scope) is None:
         # the named method's own line: the override is elsewhere
-        member = (question_name(question, rules) or "").rpartition(".")[2]
+        member = (question_name(question, patches) or "").rpartition(".")[2]
         asked = set(re.findall(r"\b[A-Z]\w+", question))
         cls = next((c for c in re.findall(r"\b([A-Z]\w+)", _without_citations(text)) if c not in asked | SENTENCE_WORDS), None)
         why = (
@@ -565,16 +530,16 @@ def check_answer(
             f"{owner}. Answer with the class whose override you quote."
         )
         return _stay(_refused(why, text, forced))
-    wrong = mismatch(question, text, checked.text, class_lines(shown), strict=strict, rules=rules)
-    if rules >= 1 and owner:  # a line of the override the answer names: its `def` line is not needed
+    wrong = mismatch(question, text, checked.text, class_lines(shown), strict=strict, patches=patches)
+    if checks and owner:  # a line of the override the answer names: its `def` line is not needed
         wrong = None
     if wrong is not None and strict and ask == "value":
         resolved = through_names(question, text, checked, shown)
-        if resolved is None and rules >= 1:  # the named definition's best line for the question holds it
-            resolved = through_scope(question, text, scope, shown, rules)
+        if resolved is None and checks:  # the named definition's best line for the question holds it
+            resolved = through_scope(question, text, scope, shown, patches)
         if resolved is not None:  # the quote uses a name; the line setting that name holds the value
             checked, wrong = resolved, None
-    if wrong is None and rules >= 1 and ask == "value":
+    if wrong is None and checks and ask == "value":
         wrong = other_string(text, checked.text)
     if wrong is not None:
         return _refused(wrong, text, forced)

@@ -13,14 +13,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from events.agent import ToolSpec
+from events.agent import ToolSpec, rules_as_patches
 from events.base import Event
 from events.errors import ErrorInfo
 from events.registry import event_type, upcaster
 from events.runs import Budget, explicit_budget
 
 
-@event_type("ResearchRequested", version=2)  # v2: Budget() became finite (events/runs.py)
+@event_type("ResearchRequested", version=3)  # v2: Budget() became finite (events/runs.py); v3: patches for the rule revision
 class ResearchRequested(Event):
     """A person asked for research (status PENDING)."""
 
@@ -38,14 +38,19 @@ class ResearchRequested(Event):
     # The report opens with the loop's checked answer, or says plainly that none was found
     # (False: recorded before that existed; such a report is the model's text alone).
     states_answer: bool = False
-    # The grounded agent's rule revision its loop starts with (AgentStarted.rules; 0 for runs
-    # recorded before a research loop took the revisions).
-    rules: int = 0
+    # The named patches its loop starts with (AgentStarted.patches; none for runs recorded
+    # before a research loop took them).
+    patches: list[str] = []
 
 
 @upcaster("ResearchRequested", from_version=1)
 def _researchrequested_v1(payload: dict[str, Any]) -> dict[str, Any]:
     return explicit_budget(payload)  # written when Budget() was unlimited: it stays so
+
+
+@upcaster("ResearchRequested", from_version=2)
+def _researchrequested_v2(payload: dict[str, Any]) -> dict[str, Any]:
+    return rules_as_patches(payload)  # the loop's rule revision, as the patches it meant
 
 
 @event_type("IndexingStarted")

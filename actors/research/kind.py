@@ -13,7 +13,8 @@ import actors.index.searcher
 import actors.tools.definitions
 import actors.tools.files  # noqa: F401  (registers the file tools)
 from actors.agent.kind import checked_root, describe_agent, tool_specs
-from actors.agent.lookups import FIND_DEFINITION, RULES, reads_code
+from actors.agent.lookups import FIND_DEFINITION, new_patches, reads_code
+from actors.agent.patches import check_patches
 from actors.research import cli
 from actors.runtime.function_agent import FunctionRun, describe_function
 from actors.runtime.function_tool import tool_ref
@@ -53,9 +54,9 @@ class ResearchRun(FunctionRun):
         max_iterations: int = 10,
         llm_params: dict[str, Any] | None = None,
         grounded: bool | None = None,
-        rules: int | None = None,
+        patches: list[str] | None = None,
     ) -> Any:
-        root_path = checked_root(root, max_iterations, rules)
+        root_path = checked_root(root, max_iterations, patches)
         names = [tool_ref(t) for t in (*(tools if tools is not None else DEFAULT_TOOLS if repo else NO_REPO_TOOLS), *(add_tools or ()))]
         specs = tool_specs(names)  # RegistryError for an unknown tool, before anything is written
         grounded = reads_code(specs) if grounded is None else grounded
@@ -63,7 +64,8 @@ class ResearchRun(FunctionRun):
         options = {
             "repo_url": repo, "root": str(root_path), "tools": [s.model_dump(mode="json") for s in specs],
             "max_iterations": max_iterations, "budget": budget.model_dump(mode="json"), "grounded": grounded,
-            "lookups": lookups, "states_answer": grounded, "rules": (RULES if lookups else 0) if rules is None else rules,
+            "lookups": lookups, "states_answer": grounded,
+            "patches": new_patches(lookups) if patches is None else check_patches(patches),
         }  # fmt: skip
         return self.start(client, goal, run_id=run_id, budget=budget, path=LEAD, root=str(root_path), model=None,
                           llm_params=llm_params, options=options)  # fmt: skip

@@ -20,7 +20,7 @@ from actors.agent.react import ReactAgent, StartAgent
 from actors.research import prompts
 from actors.runtime.durable import Context, Failure, ToolError
 from actors.runtime.ledger import BudgetExhausted
-from events.agent import ToolSpec
+from events.agent import ToolSpec, revision_patches
 from events.errors import ErrorInfo
 from actors.research.events import (
     IndexingCompleted,
@@ -38,13 +38,17 @@ INDEXER = "index_repository"
 
 def research(ctx: Context, objective: str, *, repo_url: str | None = None, root: str = "", tools: Sequence[Any] = (),
              max_iterations: int = 10, budget: dict[str, Any] | None = None, grounded: bool = False,
-             lookups: bool = False, states_answer: bool = False, rules: int = 0) -> str:  # fmt: skip
-    """The report on `objective`, researched in `repo_url` (a folder or a git URL) or `root`."""
+             lookups: bool = False, states_answer: bool = False, patches: Sequence[str] = (),
+             rules: int | None = None) -> str:  # fmt: skip
+    """The report on `objective`, researched in `repo_url` (a folder or a git URL) or `root`.
+    `patches` are the loop's (AgentStarted.patches); `rules`, the rule revision a run recorded
+    before patches passed instead, stands for the patches it meant."""
     specs = [ToolSpec.model_validate(t) for t in tools]
+    patches = list(patches) if rules is None else revision_patches(rules)
     requested = ResearchRequested(
         objective=objective, repo_url=repo_url, root=root, tools=specs, max_iterations=max_iterations,
         model=ctx.model, params=ctx.params, budget=Budget.model_validate(budget or {}), grounded=grounded,
-        lookups=lookups, states_answer=states_answer, rules=rules,
+        lookups=lookups, states_answer=states_answer, patches=patches,
     )  # fmt: skip
     ctx.emit(requested, IndexingStarted(repo_url=repo_url) if repo_url else ResearchStarted(lead_stream=""))
     try:
@@ -59,7 +63,7 @@ def research(ctx: Context, objective: str, *, repo_url: str | None = None, root:
         ctx.emit(PlanMade(steps=plan))
         loop = ctx.drive(ReactAgent(), StartAgent(
             key="start", goal=prompts.agent_goal(objective, plan), root=root, tools=specs, max_iterations=max_iterations,
-            model=ctx.model, params=ctx.params, budget=requested.budget, grounded=grounded, lookups=lookups, rules=rules,
+            model=ctx.model, params=ctx.params, budget=requested.budget, grounded=grounded, lookups=lookups, patches=patches,
         ))  # fmt: skip
         if loop.status == "failed" and loop.error.type != "iteration_limit":
             _fail(ctx, loop.error)  # the report needs a working model

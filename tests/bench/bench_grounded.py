@@ -20,7 +20,7 @@ Systems, all against the same llama.cpp server, in one run:
                 its own two tools (grep and read, written here): no Chorus code at all
 
     .venv/bin/python tests/bench/bench_grounded.py [--set easy|hard|both|h11] [--systems after,before,bare]
-        [--questions N | --pick 3,7] [--max-iterations 10] [--rules 5,6] [--out FILE.md]
+        [--questions N | --pick 3,7] [--max-iterations 10] [--out FILE.md]
 """
 
 from __future__ import annotations
@@ -175,21 +175,11 @@ def main() -> int:
     ap.add_argument("--max-iterations", type=int, default=10)
     ap.add_argument("--out", type=Path, help="also write the tables (markdown) here")
     ap.add_argument("--json", type=Path, help="also write every answer (JSON) here")
-    ap.add_argument("--rules", default="",
-                    help="the rule revision(s) of the grounded runs (default: the agent's RULES); several, "
-                         "e.g. 5,6, run `after` once per revision in the same run (systems after@5, after@6)")
     args = ap.parse_args()
     systems = [s.strip() for s in args.systems.split(",") if s.strip()]
     unknown = set(systems) - set(SYSTEMS)
     if unknown:
         ap.error(f"unknown systems: {', '.join(sorted(unknown))}; choose from {', '.join(SYSTEMS)}")
-    try:
-        revisions = [int(r) for r in args.rules.split(",") if r.strip()]
-    except ValueError:
-        ap.error(f"--rules takes rule revisions (whole numbers), not {args.rules!r}")
-    if len(revisions) > 1 and "after" in systems:  # one `after` system per revision, turn about
-        at = systems.index("after")
-        systems[at : at + 1] = [f"after@{r}" for r in revisions]
 
     from actors import Client
     from actors.agent.policy import unwrap_answer
@@ -211,10 +201,8 @@ def main() -> int:
 
         def submit(q: str, system: str, pkg: Path, repos: Path):
             it = args.max_iterations
-            if system.startswith("after"):
-                revision = int(system.split("@")[1]) if "@" in system else (revisions[0] if revisions else None)
-                rules = {"rules": revision} if revision is not None else {}
-                return chorus.submit(q, root=pkg, max_iterations=it, grounded=True, **rules)
+            if system == "after":  # every current patch (actors/agent/patches.py), as new grounded runs
+                return chorus.submit(q, root=pkg, max_iterations=it, grounded=True)
             if system == "before":
                 return chorus.submit(q, root=pkg, max_iterations=it, grounded=False, tools=["search_files", "read_file"])
             if system == "researcher":

@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from actors.agent.lookups import NOT_IN_DEFINITION, RULES
-from actors.agent.react import ReactAgent, StartAgent
+from actors.agent.lookups import NOT_IN_DEFINITION
+from actors.agent.patches import PATCHES
+from events.agent import revision_patches as rev
+from actors.agent.react import AgentState, ReactAgent, StartAgent
 from actors.runtime.llm.gateway import LlmGateway
 from actors.testing.model import ScriptedProvider
 from actors.runtime.llm.types import LlmRequest
@@ -18,7 +20,7 @@ from actors.runtime.perform import LiveEffects, ReplayEffects, drive, local_invo
 from actors.runtime.shell import ActorShell
 from actors.tools.definitions import FindDefinition
 from actors.tools.files import ReadFile, SearchFiles
-from events.agent import ToolSpec
+from events.agent import AgentStarted, ToolSpec
 from events.store import EventStore
 from tests.support.fake_llm import step_of
 
@@ -61,7 +63,7 @@ def snippet_answerer(request: LlmRequest) -> str:
 
 def run(
     tmp_path: Path, script, *, grounded: bool = True, lookups: bool = False, question: str = QUESTION,
-    store: EventStore | None = None, stream: str = "agent:g", rules: int = 0,
+    store: EventStore | None = None, stream: str = "agent:g", patches: list[str] | None = None,
 ):
     (tmp_path / "client.py").write_text(CLIENT)
     store = store or EventStore("memory://")
@@ -70,7 +72,7 @@ def run(
     shell.handle(
         StartAgent(
             key="start", goal=question, root=str(tmp_path), tools=specs, max_iterations=6, model="m",
-            grounded=grounded, lookups=lookups, rules=rules,
+            grounded=grounded, lookups=lookups, patches=patches or [],
         )
     )
     provider = ScriptedProvider(script)
@@ -179,11 +181,11 @@ def test_from_rule_revision_5_a_private_name_is_looked_up_before_the_first_model
 
     question = "How many requests does _MAX_PENDING allow?"
     (tmp_path / "limits.py").write_text('"""Limits."""\n_MAX_PENDING = 7\n')
-    state, events, _, provider = run(tmp_path, answers_from_the_note, lookups=True, question=question, rules=5)
+    state, events, _, provider = run(tmp_path, answers_from_the_note, lookups=True, question=question, patches=rev(5))
     assert (events[1].action, events[1].args, events[1].auto) == ("find_definition", {"name": "_MAX_PENDING"}, True)
     assert provider.calls == 1 and state.answer.startswith("<answer>7")
     # a run recorded under revision 4 made no such lookup: its replay does not make one either
-    _, old, _, _ = run(tmp_path, answers_from_the_note, lookups=True, question=question, rules=4, stream="agent:old")
+    _, old, _, _ = run(tmp_path, answers_from_the_note, lookups=True, question=question, patches=rev(4), stream="agent:old")
     assert not any(e.type_name == "StepDecided" and e.auto for e in old)
 
 
@@ -241,8 +243,8 @@ def test_a_run_under_rule_revision_1_replays_identically_with_no_live_call(tmp_p
             return _step("Search.", "search_files", query="timeout")
         return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
 
-    _, original, store, _ = run(tmp_path, unsure, lookups=True, rules=1)
-    assert original[0].rules == 1 and any(e.type_name == "StepRejected" for e in original)
+    _, original, store, _ = run(tmp_path, unsure, lookups=True, patches=rev(1))
+    assert original[0].patches == rev(1) and any(e.type_name == "StepRejected" for e in original)
     replay = ActorShell(ReactAgent(), "agent:replay", store, run_id="replay").load()
     replay.handle(ReactAgent().start_command(original[0]))
     (tmp_path / "client.py").unlink()  # nothing is read in a replay
@@ -256,8 +258,8 @@ def test_new_runs_of_an_agent_with_find_definition_make_their_own_lookups() -> N
     assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True).lookups is True
     assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).lookups is False
     assert ReactAgent.make_start(goal="q", root=".", tools=specs[:1], grounded=True).lookups is False
-    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True).rules == RULES >= 1
-    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).rules == 0
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True).patches == list(PATCHES)
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).patches == []
 
 
 def test_the_plain_agent_is_not_grounded_unless_asked_and_the_code_question_agent_is() -> None:
@@ -267,11 +269,11 @@ def test_the_plain_agent_is_not_grounded_unless_asked_and_the_code_question_agen
 
     specs = [ToolSpec(name=c.name, signature=c.signature(), description=c.description) for c in TOOLS]
     plain = ReactAgent.make_start(goal="q", root=".", tools=specs)
-    assert (plain.grounded, plain.lookups, plain.rules) == (False, False, 0)
+    assert (plain.grounded, plain.lookups, plain.patches) == (False, False, [])
     asked = ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=None)
     assert asked.grounded is False
     code = Orchestrator.make_start(goal="q", root=".", tools=specs)
-    assert (code.grounded, code.lookups, code.rules) == (True, True, RULES)
+    assert (code.grounded, code.lookups, code.patches) == (True, True, list(PATCHES))
 
 
 def test_a_value_quoted_from_outside_the_named_definition_is_refused_and_the_definition_read(tmp_path: Path) -> None:
@@ -330,49 +332,10 @@ def test_after_the_opening_lookup_the_first_step_may_only_be_the_answer(tmp_path
         requests.append(request)
         return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
 
-    state, _, _, provider = run(tmp_path, answerer, lookups=True, rules=1)
+    state, _, _, provider = run(tmp_path, answerer, lookups=True, patches=rev(1))
     assert provider.calls == 1 and state.answer.startswith("<answer>45")
     assert requests[0].response_schema["properties"]["action"]["enum"] == ["answer"]
     assert "Answer now from the definition above" in str(requests[0].messages[-1]["content"])
-
-
-def test_from_rule_revision_6_the_first_answer_picks_a_line_of_the_definition_by_its_number(tmp_path: Path) -> None:
-    requests: list[LlmRequest] = []
-
-    def picker(request: LlmRequest) -> str:
-        requests.append(request)
-        return _step("Line 13 sets it.", "answer", line=13, answer="45 seconds")
-
-    state, events, _, provider = run(tmp_path, picker, lookups=True, rules=6)
-    assert provider.calls == 1
-    assert state.answer == "<answer>45 seconds\n\nEvidence: client.py:13: self.timeout = 45</answer>"
-    args = requests[0].response_schema["properties"]["args"]
-    assert args["required"] == ["line", "answer"]
-    assert args["properties"]["line"]["enum"] == [8, 11, 12, 13]  # the lines find_definition showed of HttpClient
-    assert "give line, the number of the line" in str(requests[0].messages[-1]["content"])
-    # the recorded step keeps what the model said; the check read its line from the lookup
-    assert [e.type_name for e in events][-1] == "AnswerGiven"
-
-
-def test_from_rule_revision_6_a_picked_line_that_does_not_hold_the_value_is_refused(tmp_path: Path) -> None:
-    def picker(request: LlmRequest) -> str:
-        if step_of(request) == 1:
-            return _step("Line 9 is the class.", "answer", line=9, answer="30")
-        return _step("Line 13 sets it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
-
-    state, events, _, provider = run(tmp_path, picker, lookups=True, rules=6)
-    rejected = [e for e in events if e.type_name == "StepRejected"]
-    assert rejected and rejected[0].reason == "answer_refused"
-    assert state.answer.startswith("<answer>45")
-    # under revision 5 the same first step has no line to choose from: it quotes, as before
-    requests: list[LlmRequest] = []
-
-    def quoter(request: LlmRequest) -> str:
-        requests.append(request)
-        return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
-
-    run(tmp_path, quoter, lookups=True, rules=5, stream="agent:five")
-    assert requests[0].response_schema["properties"]["args"] == {"type": "object"}
 
 
 def test_a_not_found_right_after_the_opening_lookup_sends_the_model_searching(tmp_path: Path) -> None:
@@ -386,7 +349,7 @@ def test_a_not_found_right_after_the_opening_lookup_sends_the_model_searching(tm
             return _step("Search.", "search_files", query="timeout")
         return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
 
-    state, events, _, _ = run(tmp_path, unsure, lookups=True, rules=1)
+    state, events, _, _ = run(tmp_path, unsure, lookups=True, patches=rev(1))
     rejected = [e for e in events if e.type_name == "StepRejected"]
     assert [e.observation for e in rejected] == [NOT_IN_DEFINITION]
     assert "search_files" in requests[1].response_schema["properties"]["action"]["enum"]
@@ -401,25 +364,25 @@ def test_no_answer_first_for_a_message_question_or_a_lookup_that_found_nothing(t
             requests.append(request)
             return snippet_answerer(request)
 
-        run(tmp_path, searcher, lookups=True, rules=1, question=question)
+        run(tmp_path, searcher, lookups=True, patches=rev(1), question=question)
         assert "search_files" in requests[0].response_schema["properties"]["action"]["enum"], question
 
 
 def test_from_rule_revision_2_no_answer_first_when_the_definition_does_not_show_every_name_asked(tmp_path: Path) -> None:
     question = "Which method of HttpClient calls open_socket?"  # open_socket is not in HttpClient's lines
-    for rules, first_actions in ((1, ["answer"]), (2, None)):
+    for revision, first_actions in ((1, ["answer"]), (2, None)):
         requests: list[LlmRequest] = []
 
         def searcher(request: LlmRequest) -> str:
             requests.append(request)
             return _step("Not here.", "answer", answer="Not found in the code")
 
-        run(tmp_path, searcher, lookups=True, rules=rules, question=question)
+        run(tmp_path, searcher, lookups=True, patches=rev(revision), question=question)
         enum = requests[0].response_schema["properties"]["action"]["enum"]
         if first_actions is None:
-            assert "search_files" in enum, rules
+            assert "search_files" in enum, revision
         else:
-            assert enum == first_actions, rules
+            assert enum == first_actions, revision
 
 
 def test_rule_revision_zero_runs_ask_for_a_step_as_before(tmp_path: Path) -> None:
@@ -429,7 +392,7 @@ def test_rule_revision_zero_runs_ask_for_a_step_as_before(tmp_path: Path) -> Non
         requests.append(request)
         return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
 
-    run(tmp_path, answerer, lookups=True, rules=0)
+    run(tmp_path, answerer, lookups=True, patches=rev(0))
     assert "search_files" in requests[0].response_schema["properties"]["action"]["enum"]
     assert "Answer now from the definition above" not in str(requests[0].messages[-1]["content"])
 
@@ -451,7 +414,7 @@ def test_the_overrides_a_lookup_shows_must_be_named_by_the_answer_that_quotes_th
             return _step("Line 5.", "answer", answer="QuietClient", source="retry.py:5", quote="def send(self, data):")
         return _step("Line 5.", "answer", answer="RetryingClient", source="retry.py:5", quote="def send(self, data):")
 
-    state, events, _, _ = run(tmp_path, chooser, lookups=True, rules=1, question=question)
+    state, events, _, _ = run(tmp_path, chooser, lookups=True, patches=rev(1), question=question)
     first = str(requests[0].messages[-1]["content"])
     assert "(override RetryingClient.send):" in first and "return data" in first  # both overrides shown in one lookup
     assert "(override QuietClient.send):" in first
@@ -469,7 +432,7 @@ def test_no_answer_first_when_the_named_class_was_shown_only_in_part(tmp_path: P
         requests.append(request)
         return snippet_answerer(request)
 
-    _, events, _, _ = run(tmp_path, searcher, lookups=True, rules=1, question="Which method of the Big class returns 59?")
+    _, events, _, _ = run(tmp_path, searcher, lookups=True, patches=rev(1), question="Which method of the Big class returns 59?")
     assert "more member lines" in events[3].output  # the outline was cut
     assert "search_files" in requests[0].response_schema["properties"]["action"]["enum"]
 
@@ -490,135 +453,54 @@ def test_a_value_quoted_from_a_docstring_is_refused_and_nothing_more_is_looked_u
         return _step("Line 4.", "answer", answer="pkg.popo", source="factory.py:4",
                      quote='return env.get("PERSISTENCE_MODULE") or "pkg.popo"')
 
-    state, events, _, _ = run(tmp_path, docstring_first, lookups=True, rules=1, question=question)
+    state, events, _, _ = run(tmp_path, docstring_first, lookups=True, patches=rev(1), question=question)
     rejected = [e for e in events if e.type_name == "StepRejected"]
     assert len(rejected) == 1 and "docstring or a comment" in rejected[0].observation
     assert [e.args for e in events if e.type_name == "StepDecided"] == [{"name": "Factory.construct"}]  # no lookup after
     assert state.answer.startswith("<answer>pkg.popo")
 
 
-def test_a_run_asks_for_a_rule_revision_and_an_unknown_one_is_refused_before_anything_is_written(tmp_path: Path) -> None:
+def test_a_run_asks_for_patches_by_name_and_an_unknown_one_is_refused_before_anything_is_written(tmp_path: Path) -> None:
     from actors import Client
-    from actors.agent.lookups import MAX_RULES
+    from actors.agent.patches import UnknownPatch
     from actors.runtime.settings import Settings
 
     settings = Settings.from_env(store_url="memory://", data_dir=tmp_path / "data")
     with Client(settings=settings) as chorus:
-        for bad in (-1, MAX_RULES + 1):
-            with pytest.raises(ValueError, match=f"rules must be a rule revision from 0 to {MAX_RULES}, not {bad}"):
-                chorus.submit("What is the default timeout of HttpClient?", root=tmp_path, rules=bad)
+        with pytest.raises(UnknownPatch, match="unknown patch 'line_numbers': the agent's patches are answer_first, "):
+            chorus.submit("What is the default timeout of HttpClient?", root=tmp_path, patches=["answer_first", "line_numbers"])
+        with pytest.raises(ValueError, match="patches must be a list of patch names, not the string 'answer_first'"):
+            chorus.submit("What is the default timeout of HttpClient?", root=tmp_path, patches="answer_first")
         assert list(chorus.store.read_all()) == []  # nothing half-written
-    assert ReactAgent.make_start(goal="q", root=".", tools=[], rules=6).rules == 6
+    chosen = ReactAgent.make_start(goal="q", root=".", tools=[], grounded=True, patches=["quote_checks", "answer_first"])
+    assert chosen.patches == ["answer_first", "quote_checks"]
 
 
-ZONES = '''"""Time zones."""
+def test_a_run_recorded_at_a_deleted_rule_revision_is_refused_with_one_clear_error(tmp_path: Path) -> None:
+    """Revisions 6 to 8 were experiments: a log recorded at one reads (its AgentStarted upcast
+    keeps a patch named for the revision), and replaying or resuming it says why it cannot."""
+    from actors.agent.patches import UnknownPatch
+    from events.registry import upcast
+
+    payload = upcast("AgentStarted", 2, {"goal": "q", "root": ".", "tools": [], "max_iterations": 3, "model": "m",
+                                         "grounded": True, "lookups": True, "rules": 7})  # fmt: skip
+    assert payload["patches"][-1] == "rule_revision_7" and "rules" not in payload
+    started = AgentStarted.model_validate({**payload, "stream_id": "agent:x", "version": 1})
+    shell = ActorShell(ReactAgent(), "agent:x", EventStore("memory://"), run_id="x").load()
+    with pytest.raises(UnknownPatch, match="recorded at grounded rule revision 7, an experiment no longer supported"):
+        shell.handle(ReactAgent().start_command(started))
 
 
-class tzrangebase(object):
-    pass
+def test_a_recorded_rule_revision_loads_as_the_patches_it_meant() -> None:
+    from actors.agent.patches import PATCHES
+    from events.registry import upcast
 
+    def patches(rules: int | None) -> list[str]:
+        payload = {"goal": "q", "root": ".", "tools": [], "max_iterations": 3, "model": "m"}
+        return upcast("AgentStarted", 2, payload if rules is None else {**payload, "rules": rules})["patches"]
 
-class tzrange(tzrangebase):
-    """A zone given by offsets."""
-
-    def __init__(self, stdabbr, start=None):
-        self.start = start or MARCH
-
-
-def easter(year, method=EASTER_WESTERN):
-    return year
-'''
-
-
-def test_from_rule_revision_7_a_question_naming_code_in_plain_words_has_it_looked_up(tmp_path: Path) -> None:
-    """`tzrange` and `zones.easter` are no CamelCase, CONSTANT or snake_case name: before
-    revision 7 such a question started with no lookup; from 7 find_definition shows the first
-    of its dotted names and plain words that the code defines (a plain word as a class only)."""
-    (tmp_path / "zones.py").write_text(ZONES)
-    prompts: list[str] = []
-
-    def answers_from_the_note(request: LlmRequest) -> str:
-        prompts.append(str(request.messages[-1]["content"]))
-        return _step("Line 12 shows it.", "answer", answer="MARCH", source="zones.py:12", quote="self.start = start or MARCH")
-
-    question = "When a tzrange is made with no start, which start does it use?"
-    state, events, _, provider = run(tmp_path, answers_from_the_note, lookups=True, question=question, rules=7)
-    lookup = events[1]
-    assert (lookup.action, lookup.auto) == ("find_definition", True)
-    assert lookup.args["first_of"][:2] == ["tzrange", "made"] and "which" not in lookup.args["first_of"]  # stop words left out
-    assert events[3].output.startswith("class tzrange(tzrangebase) is defined in zones.py line 8.")
-    assert "Looked up for you, the definition of tzrange:" in prompts[0]
-    assert provider.calls == 1 and state.answer.startswith("<answer>MARCH")
-    # a dotted name first, as any definition
-    _, dotted, _, _ = run(tmp_path, answers_from_the_note, lookups=True, stream="agent:dotted", rules=7,
-                          question="If you call zones.easter(year) without a method, which method is the default?")
-    assert dotted[1].args["first_of"][0] == "zones.easter"
-    assert dotted[3].output.startswith("function easter is defined in zones.py line 15.")
-    # revision 6 made no lookup for it; its runs replay as they ran
-    _, old, _, _ = run(tmp_path, answers_from_the_note, lookups=True, question=question, rules=6, stream="agent:old")
-    assert not any(e.type_name == "StepDecided" and e.auto for e in old)
-
-
-def test_from_rule_revision_7_a_default_that_is_a_name_answers_a_value_question(tmp_path: Path) -> None:
-    """`def easter(year, method=EASTER_WESTERN):` states a value, the name EASTER_WESTERN;
-    revision 6 refused it as a quote with no value in it."""
-    (tmp_path / "zones.py").write_text(ZONES)
-
-    def answers_with_the_default(request: LlmRequest) -> str:
-        if step_of(request) == 1:
-            return _step("Look it up.", "find_definition", name="easter")
-        return _step("Line 15 shows the default.", "answer", answer="EASTER_WESTERN", source="zones.py:15",
-                     quote="def easter(year, method=EASTER_WESTERN):")
-
-    question = "Which method constant does the easter function use by default?"
-    state, _, _, _ = run(tmp_path, answers_with_the_default, question=question, rules=7, stream="agent:r7")
-    assert state.answer.startswith("<answer>EASTER_WESTERN")
-    old, events, _, _ = run(tmp_path, answers_with_the_default, question=question, rules=6, stream="agent:r6")
-    refused = [e for e in events if e.type_name == "StepRejected"]
-    assert refused and "holds none" in refused[0].observation
-
-
-def test_from_rule_revision_8_a_code_name_the_code_does_not_define_does_not_end_the_opening_lookup(tmp_path: Path) -> None:
-    """`_next_gen` is a module's name, no definition: revision 7 looked it up alone and found
-    nothing; from 8 find_definition goes on through the question's other names."""
-    (tmp_path / "zones.py").write_text(ZONES)
-
-    def answers_from_the_note(request: LlmRequest) -> str:
-        return _step("Line 12 shows it.", "answer", answer="MARCH", source="zones.py:12", quote="self.start = start or MARCH")
-
-    question = "In _next_gen, when a tzrange is made with no start, which start does it use?"
-    _, events, _, _ = run(tmp_path, answers_from_the_note, lookups=True, question=question, rules=8)
-    assert events[1].args["first_of"][:2] == ["_next_gen", "tzrange"]
-    assert events[3].output.startswith("class tzrange(tzrangebase) is defined in zones.py line 8.")
-    _, seven, _, _ = run(tmp_path, answers_from_the_note, lookups=True, question=question, rules=7, stream="agent:7")
-    assert seven[1].args == {"name": "_next_gen"} and seven[3].output.startswith("No definition named")
-
-
-def test_the_names_an_opening_lookup_tried_are_the_ones_up_to_what_it_found() -> None:
-    from actors.agent.prompt import HistoryItem
-    from actors.agent.lookups import looked_up
-
-    step = HistoryItem(
-        thought="t", action="find_definition", args={"first_of": ["_next_gen", "tzrange", "start"]},
-        observation="class tzrange(tzrangebase) is defined in zones.py line 8.\nzones.py, lines 8-13 of 16:", auto=True,
-    )
-    assert looked_up(step, 8) == ["_next_gen", "tzrange"]  # `start` was never tried
-    assert looked_up(step.model_copy(update={"observation": "No definition named '_next_gen', ..."}), 8) == [
-        "_next_gen", "tzrange", "start"]
-    assert looked_up(step, 7) == [""]  # as revision 7 ran
-
-
-def test_rule_revision_8_answers_after_the_opening_lookup_by_quoting_as_revision_5_did(tmp_path: Path) -> None:
-    """Revision 6's line-number step (kept in 7) is dropped from 8: no `line` in the schema,
-    no note asking for one; the model quotes the line, and the verify step checks the quote."""
-    requests: list[LlmRequest] = []
-
-    def quoter(request: LlmRequest) -> str:
-        requests.append(request)
-        return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
-
-    state, _, _, provider = run(tmp_path, quoter, lookups=True, rules=8)
-    assert provider.calls == 1 and state.answer.startswith("<answer>45")
-    schema = json.dumps(requests[0].response_schema)
-    assert '"line"' not in schema
-    assert "give line, the number of the line" not in str(requests[0].messages[-1]["content"])
+    assert patches(None) == patches(0) == []
+    assert patches(1) == ["answer_first", "quote_checks"]
+    assert patches(4) == ["answer_first", "quote_checks", "all_names_shown", "only_where", "head_phrase", "new_name"]
+    assert patches(5) == list(PATCHES)  # revision 5 is what new grounded runs start with
+    assert AgentState.model_validate({"rules": 2}).patches == patches(2)  # a snapshot of the old state

@@ -21,7 +21,7 @@ def test_start_commands_come_back_equal_and_of_their_own_type():
     commands = [
         StartAgent(
             key="start", goal="Which file defines X?", root="/repo", tools=[ToolSpec(name="search_files", signature="search_files(query)", description="grep")],
-            params={"temperature": 0, "stop": ["\n"], "nested": {"a": [1, 2.5, None]}}, budget=Budget(max_llm_calls=5), rules=5,
+            params={"temperature": 0, "stop": ["\n"], "nested": {"a": [1, 2.5, None]}}, budget=Budget(max_llm_calls=5), patches=["answer_first", "quote_checks"],
         ),
         StartWorkflow(key="start", kind="sexp", text="(task (tool echo \"hi\"))", history=[{"role": "user", "n": 1}]),
         ForkWorkflow(key="fork", forked=WorkflowForked(origin_run="r1", origin_position=3, params={"seed": 7}, stream_id="task:r2", version=1, event_id=uuid.uuid4())),

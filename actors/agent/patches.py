@@ -1,0 +1,71 @@
+"""Named patches: behaviour changes of the grounded agent that recorded runs must not see.
+
+A run records the patches it started with (`AgentStarted.patches`); the code asks
+`patched(state, NAME)` where a change parts the old path from the new, so a new run takes the
+new path and a recorded run replays on the one it ran (Temporal's `patched`). New grounded
+runs with the agent's own lookups start with every patch in `PATCHES`; other runs with none.
+A patch is deleted, with its old path, once no fixture or supported log needs the old path
+(docs/decisions/0014-named-patches.md).
+
+The patches (the grounded rule revisions 1 to 5 that came before them, events/agent.py
+`RULE_REVISIONS`, map onto them, so a log recorded at any of those revisions replays):
+
+- answer_first: after an opening lookup that found the definition the question names, the
+  model's first step may only be the answer ("not found" there sends it on searching).
+- quote_checks: a quote cited in the wrong file is grounded in the one that holds it; a value
+  is quoted from code, not a docstring or a comment; an override is quoted by the overriding
+  `def` line (a line of the override the answer names will do); a value quoted from the wrong
+  line of the named definition is taken from its best line; a quoted string must be the one
+  the line holds.
+- all_names_shown: the answer comes first only when the definition shown holds every code name
+  the question gives.
+- only_where: an answer saying only where a name is defined answers only a "where" question.
+- head_phrase: what a "which/what X ..." question asks for is decided by its head phrase X.
+- new_name: the answer to "which method/function/class ..." names one the question does not
+  give, and that name is on its quote.
+- private_names: a name with a leading underscore (`_LAST_GLIBC_MINOR`) is one of the
+  question's names.
+- kind_words: "which module-level function" (up to two words between) asks for a name.
+- names_one: an answer to "which method/function/class ..." names one.
+- restated: an answer giving nothing the question did not (no name, value or string of its
+  own) restates the question and is refused, except for a question asking where.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Iterable
+from typing import Any
+
+from events.agent import RULE_REVISIONS
+
+PATCHES: tuple[str, ...] = tuple(p for revision in RULE_REVISIONS for p in revision)
+KNOWN = frozenset(PATCHES)
+
+
+def patched(subject: Any, name: str) -> bool:
+    """Whether a run (its state, or its patch list) started with patch `name`. Asking for a
+    patch no code defines is a bug here, not a run's old path: KeyError."""
+    if name not in KNOWN:
+        raise KeyError(f"no patch named {name!r}")
+    patches: Collection[str] = subject if isinstance(subject, Collection) and not isinstance(subject, str) else subject.patches
+    return name in patches
+
+
+class UnknownPatch(ValueError):
+    """A run asked for, or was recorded with, a patch this code does not have."""
+
+
+def check_patches(names: Iterable[str]) -> list[str]:
+    """The names, each once, in `PATCHES`' order; UnknownPatch naming the first unknown one
+    (a run recorded at a deleted rule revision says so)."""
+    names = list(names)
+    for name in names:
+        if name in KNOWN:
+            continue
+        if name.startswith("rule_revision_"):
+            raise UnknownPatch(
+                f"this run was recorded at grounded rule revision {name.rpartition('_')[2]}, an experiment "
+                "no longer supported (revisions 6 to 8 were deleted): it can be read, not replayed or resumed"
+            )
+        raise UnknownPatch(f"unknown patch {name!r}: the agent's patches are {', '.join(PATCHES)}")
+    return [p for p in PATCHES if p in names]

@@ -6,12 +6,13 @@ the first step (`opening_lookup`), when the model's next step may only be the an
 
 from __future__ import annotations
 
+import re
 from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from actors.agent.asks import ask_of, names_shown, question_name
 from actors.agent.evidence import spans
-from actors.agent.patches import PATCHES, patched
+from actors.agent.patches import GROUNDED_PATCHES, PLAIN_PATCHES, patched
 from actors.agent.policy import REPEAT_MARK
 from actors.agent.verify import shows_a_value
 from events.agent import StepDecided, ToolSpec
@@ -68,10 +69,13 @@ def named_scope(state: AgentState) -> list[tuple[str, int, int]]:
     return spans(first.observation) if first is not None else []
 
 
-def new_patches(lookups: bool) -> list[str]:
-    """The patches a new run starts with (AgentStarted.patches): every current one for a
-    grounded run with the agent's own lookups, none for any other (their paths are the old ones)."""
-    return list(PATCHES) if lookups else []
+def new_patches(grounded: bool, lookups: bool) -> list[str]:
+    """The patches a new run starts with (AgentStarted.patches): every grounded one for a
+    grounded run with the agent's own lookups, none for a grounded run without (its paths are
+    the old ones), the plain agent's for a run that is not grounded."""
+    if not grounded:
+        return list(PLAIN_PATCHES)
+    return list(GROUNDED_PATCHES) if lookups else []
 
 
 ANSWER_FIRST_ASKS = ("value", "base", "override", "name", "any")  # a message is raised elsewhere
@@ -124,6 +128,23 @@ def opening_lookup(goal: str, tool_names: list[str], patches: Collection[str] = 
         iteration=0, thought=f"{OPENING} {name}: read its definition.", action=FIND_DEFINITION,
         args={"name": name}, auto=True,
     )
+
+
+# A file a goal names: a path ending in a text or code file's extension (`README.md`, `docs/cli.md`).
+NAMED_FILE = re.compile(
+    r"(?<![\w/.-])((?:[\w.-]+/)*[\w-]+\.(?:md|rst|txt|py|toml|ya?ml|json|cfg|ini|js|ts|html|css|sh|csv|sql|java|go|rs|c|h))(?![\w/-])"
+)
+
+
+def opening_read(goal: str, tool_names: list[str]) -> StepDecided | None:
+    """Before the model's first step of a plain run (patch files_prompt), the agent reads the
+    first file the goal names, if it has read_file: a question about a file starts with the
+    file in view, not with a search of every file for its words."""
+    m = NAMED_FILE.search(question_of(goal)) if READ_FILE in tool_names else None
+    if m is None:
+        return None
+    path = m.group(1)
+    return StepDecided(iteration=0, thought=f"The goal names {path}: read it.", action=READ_FILE, args={"path": path}, auto=True)
 
 
 def question_of(goal: str) -> str:

@@ -3,7 +3,8 @@
 A run records the patches it started with (`AgentStarted.patches`); the code asks
 `patched(state, NAME)` where a change parts the old path from the new, so a new run takes the
 new path and a recorded run replays on the one it ran (Temporal's `patched`). New grounded
-runs with the agent's own lookups start with every patch in `PATCHES`; other runs with none.
+runs with the agent's own lookups start with every grounded patch (`GROUNDED_PATCHES`), other
+grounded runs with none, and runs that are not grounded with the plain agent's (`PLAIN_PATCHES`).
 A patch is deleted, with its old path, once no fixture or supported log needs the old path
 (docs/decisions/0014-named-patches.md).
 
@@ -29,6 +30,12 @@ The patches (the grounded rule revisions 1 to 5 that came before them, events/ag
 - names_one: an answer to "which method/function/class ..." names one.
 - restated: an answer giving nothing the question did not (no name, value or string of its
   own) restates the question and is refused, except for a question asking where.
+
+The plain agent's (not grounded):
+
+- files_prompt: its prompt is for questions about files in general: a file the goal names is
+  read, not searched for; a tool that does what the goal asks is called, not imitated; the
+  answer says what the files show (actors/agent/prompt.py `FILES_TOOL_RULES`).
 """
 
 from __future__ import annotations
@@ -38,7 +45,9 @@ from typing import Any
 
 from events.agent import RULE_REVISIONS
 
-PATCHES: tuple[str, ...] = tuple(p for revision in RULE_REVISIONS for p in revision)
+GROUNDED_PATCHES: tuple[str, ...] = tuple(p for revision in RULE_REVISIONS for p in revision)
+PLAIN_PATCHES: tuple[str, ...] = ("files_prompt",)
+PATCHES: tuple[str, ...] = (*GROUNDED_PATCHES, *PLAIN_PATCHES)
 KNOWN = frozenset(PATCHES)
 
 

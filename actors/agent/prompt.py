@@ -250,8 +250,70 @@ GROUNDED_RULES_COMMON = (
 GROUNDED_RULES = (RULES[0], *GROUNDED_RULES_COMMON)
 
 
-def system_prompt(tools: Sequence[tuple[str, str, str]], grounded: bool = False) -> str:
+# Patch files_prompt (actors/agent/patches.py): the plain agent's prompt, for questions about
+# files in general: a file the goal names is read, not searched for; a tool that does what the
+# goal asks is called, not imitated; the answer says what the files show.
+FILE_TOOLS = frozenset({"search_files", "read_file", "find_definition"})
+FILES_TOOL_RULES: dict[str, tuple[str, ...]] = {
+    "read_file": (
+        "If the goal names a file (such as README.md or config.py), read_file that file first, and "
+        "read on from a later start_line until you reach the part the goal asks about.",
+    ),
+    "search_files": (
+        "Otherwise start with search_files using 1-3 short keywords or a likely name (e.g. "
+        "\"snapshot\" or \"SQLiteRecorder\"), not the whole question.",
+        TOOL_RULES["search_files"][1],
+        "To see more of a file a search showed, read_file that path with start_line a few lines above the hit.",
+    ),
+    "find_definition": (
+        "When you know a code name (a class, function or constant), find_definition(name) shows its definition.",
+    ),
+}
+def own_tool_rule(own: Sequence[str]) -> str:
+    """The rule for tools other than the file tools (a user's own): call, not look up or imitate."""
+    they, them = ("it", "it") if len(own) == 1 else ("they", "them")
+    return (
+        f"{', '.join(own)}: when {they} can do what the goal asks (count, compute, "
+        f"convert, look up), call {them} with the text from the goal first; do not look {them} up in the "
+        "files or work the answer out yourself."
+    )
+FILES_RULES = (
+    RULES[0],
+    "Answer as soon as an observation shows the answer, from what it shows: say it in one to three "
+    "sentences and name the file it is in (for code, the exact class, function or variable name).",
+)
+
+
+def files_note(iteration: int, max_iterations: int) -> str:
+    """The closing line of the plain agent's prompt (patch files_prompt): `iteration_note`'s,
+    asking for what the files say rather than for a name of code."""
+    if iteration >= max_iterations:
+        return (
+            f"Step {iteration} of {max_iterations}: this is your LAST step. You must answer now: "
+            'reply with action "answer" and give your best answer from what you have found, and the file.'
+        )
+    if iteration == 1 or iteration == max_iterations - 1:
+        return iteration_note(iteration, max_iterations)
+    return (
+        f"Step {iteration} of {max_iterations}. Does an observation above show what the goal asks? Then "
+        'reply with action "answer" now and say what it shows, in words. Otherwise reply with the next '
+        "step as one JSON object."
+    )
+
+
+def system_prompt(tools: Sequence[tuple[str, str, str]], grounded: bool = False, files: bool = False) -> str:
+    """The ReAct agent's system prompt: grounded (answers quote a checked line), the plain
+    agent's for files in general (`files`, patch files_prompt), or the one runs recorded
+    before that patch were asked with."""
     names = [name for name, _, _ in tools]
+    if files and not grounded:
+        own = [n for n in names if n not in FILE_TOOLS]
+        return render_system_prompt(
+            INTRO, tools, first=names[0] if names else ANSWER,
+            tool_rules={**({own[0]: (own_tool_rule(own),)} if own else {}), **FILES_TOOL_RULES},
+            rules=FILES_RULES,
+            example=worked_example(EXAMPLE_GOAL, EXAMPLE_STEPS) if {"search_files", "read_file"} <= set(names) else "",
+        )
     with_example = {"search_files", "read_file"} <= set(names)
     steps = EXAMPLE_STEPS
     if grounded:  # without find_definition: the read, then the grounded answer
@@ -343,6 +405,7 @@ def build_messages(
     note: Callable[[int, int], str] | None = None,
     grounded: bool = False,
     answer_first: bool = False,
+    files: bool = False,
 ) -> list[dict[str, str]]:
     """OpenAI chat messages asking for step `iteration` (1-based) of at most `max_iterations`.
 
@@ -353,7 +416,8 @@ def build_messages(
     At most `MAX_CONDENSED` condensed lines are shown, so a prompt stays bounded however
     long the run; `earlier_steps` counts steps before `history` that the caller dropped.
     `system` replaces the system prompt and `note` the closing line (`iteration_note`), for an
-    agent with other tools. `grounded` asks for answers that quote their line. `answer_first`
+    agent with other tools. `grounded` asks for answers that quote their line; `files` is the
+    plain agent's prompt for files in general (patch files_prompt). `answer_first`
     (the step after the agent's opening lookup) asks for the answer from the definition shown.
     """
     keep_last = max(0, keep_last)
@@ -381,12 +445,14 @@ def build_messages(
         turns.append(("user", f"Observation:\n{step.observation.strip() or '(nothing)'}"))
 
     last_role, last_text = turns[-1]
-    closing = (note or iteration_note)(max_iterations if force_answer else iteration, max_iterations)
+    closing = (note or (files_note if files and not grounded else iteration_note))(
+        max_iterations if force_answer else iteration, max_iterations
+    )
     if answer_first:
         closing = ANSWER_FIRST_NOTE.format(max=max_iterations)
     turns[-1] = (last_role, f"{last_text}\n\n{closing}")
 
-    messages = [{"role": "system", "content": system if system is not None else system_prompt(tools, grounded)}]
+    messages = [{"role": "system", "content": system if system is not None else system_prompt(tools, grounded, files)}]
     for role, text in turns:
         if messages[-1]["role"] == role:  # an unusable reply leaves two user turns in a row
             messages[-1]["content"] += "\n\n" + text

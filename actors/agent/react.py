@@ -28,11 +28,12 @@ from actors.agent.lookups import (
     named_scope,
     new_patches,
     opening_lookup,
+    opening_read,
     own_lookups,
     question_of,
     reads_code,
 )
-from actors.agent.patches import check_patches
+from actors.agent.patches import check_patches, patched
 from actors.agent.verify import check_answer, lookup_name
 from actors.agent.policy import format_observation, is_repeat, repeat_observation, wrap_answer
 from actors.agent.parsing import parse_step
@@ -196,6 +197,8 @@ def next_effect(state: AgentState, prompt: Callable[..., list[dict[str, str]]] |
     # The same thought twice in a row means the model is going round: answer now too.
     last = must_answer(state)
     grounded: dict[str, Any] = {"grounded": True} if state.grounded else {}  # runs from before grounding: their prompt
+    if not state.grounded and patched(state, "files_prompt"):  # runs from before the patch: their prompt
+        grounded["files"] = True
     first = answer_first(state)
     if first:  # runs without patch answer_first: their prompt
         grounded["answer_first"] = True
@@ -270,7 +273,7 @@ class ReactAgent(Behaviour[AgentState]):
             kw["grounded"] = cls.grounded_by_default and reads_code(tools)
         kw.setdefault("lookups", bool(kw["grounded"]) and FIND_DEFINITION in [t.name for t in tools])
         if kw.get("patches") is None:
-            kw["patches"] = new_patches(kw["lookups"])
+            kw["patches"] = new_patches(kw["grounded"], kw["lookups"])
         kw["patches"] = check_patches(kw["patches"])
         return StartAgent(key="start", goal=goal, root=root, tools=tools, **kw)
 
@@ -295,7 +298,10 @@ class ReactAgent(Behaviour[AgentState]):
                 lookups=command.lookups,
                 patches=command.patches,
             )
-            first = opening_lookup(command.goal, [t.name for t in command.tools], command.patches) if command.lookups else None
+            names = [t.name for t in command.tools]
+            first = opening_lookup(command.goal, names, command.patches) if command.lookups else None
+            if first is None and not command.grounded and patched(command.patches, "files_prompt"):
+                first = opening_read(command.goal, names)
             return [started] if first is None else [started, first]
         if state.finished:
             return []

@@ -65,7 +65,7 @@ class ResearchRun(FunctionRun):
             "repo_url": repo, "root": str(root_path), "tools": [s.model_dump(mode="json") for s in specs],
             "max_iterations": max_iterations, "budget": budget.model_dump(mode="json"), "grounded": grounded,
             "lookups": lookups, "states_answer": grounded,
-            "patches": new_patches(lookups) if patches is None else check_patches(patches),
+            "patches": new_patches(grounded, lookups) if patches is None else check_patches(patches),
         }  # fmt: skip
         return self.start(client, goal, run_id=run_id, budget=budget, path=LEAD, root=str(root_path), model=None,
                           llm_params=llm_params, options=options)  # fmt: skip

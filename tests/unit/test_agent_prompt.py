@@ -111,6 +111,21 @@ def test_the_grounded_prompt_shows_the_answer_quoting_its_line() -> None:
     assert '"quote"' not in build_messages("g", TOOLS, [], 1, 8)[0]["content"]
 
 
+def test_the_plain_agents_prompt_is_for_files_in_general_from_patch_files_prompt() -> None:
+    """New runs that are not grounded start with patch files_prompt: a file the goal names is
+    read, a tool doing what the goal asks is called; runs recorded before replay with the old prompt."""
+    files = build_messages("g", TOOLS, [], 1, 8, files=True)[0]["content"]
+    assert "If the goal names a file (such as README.md or config.py), read_file that file first" in files
+    assert "do not look" not in files  # only the file tools: no rule for a tool of one's own
+    own = build_messages("g", [*TOOLS, ("word_count", "word_count(text)", "d")], [], 1, 8, files=True)[0]["content"]
+    assert "Rules:\n1. word_count: when it can do what the goal asks" in own
+    assert prompt.EXAMPLE_READ_OBSERVATION in files and '"quote"' not in files
+    old = build_messages("g", TOOLS, [], 1, 8)[0]["content"]
+    assert "If the goal names a file" not in old and old == prompt.system_prompt(TOOLS)
+    # a grounded run's prompt is the grounded one, patch or not
+    assert build_messages("g", TOOLS, [], 1, 8, grounded=True, files=True) == build_messages("g", TOOLS, [], 1, 8, grounded=True)
+
+
 def _history(n: int) -> list[HistoryItem]:
     out = []
     for i in range(n):

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from actors.agent.lookups import NOT_IN_DEFINITION
-from actors.agent.patches import PATCHES
+from actors.agent.patches import GROUNDED_PATCHES
 from events.agent import revision_patches as rev
 from actors.agent.react import AgentState, ReactAgent, StartAgent
 from actors.runtime.llm.gateway import LlmGateway
@@ -258,8 +258,8 @@ def test_new_runs_of_an_agent_with_find_definition_make_their_own_lookups() -> N
     assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True).lookups is True
     assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).lookups is False
     assert ReactAgent.make_start(goal="q", root=".", tools=specs[:1], grounded=True).lookups is False
-    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True).patches == list(PATCHES)
-    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).patches == []
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True).patches == list(GROUNDED_PATCHES)
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).patches == ["files_prompt"]
 
 
 def test_the_plain_agent_is_not_grounded_unless_asked_and_the_code_question_agent_is() -> None:
@@ -269,11 +269,11 @@ def test_the_plain_agent_is_not_grounded_unless_asked_and_the_code_question_agen
 
     specs = [ToolSpec(name=c.name, signature=c.signature(), description=c.description) for c in TOOLS]
     plain = ReactAgent.make_start(goal="q", root=".", tools=specs)
-    assert (plain.grounded, plain.lookups, plain.patches) == (False, False, [])
+    assert (plain.grounded, plain.lookups, plain.patches) == (False, False, ["files_prompt"])
     asked = ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=None)
     assert asked.grounded is False
     code = Orchestrator.make_start(goal="q", root=".", tools=specs)
-    assert (code.grounded, code.lookups, code.patches) == (True, True, list(PATCHES))
+    assert (code.grounded, code.lookups, code.patches) == (True, True, list(GROUNDED_PATCHES))
 
 
 def test_a_value_quoted_from_outside_the_named_definition_is_refused_and_the_definition_read(tmp_path: Path) -> None:
@@ -385,6 +385,29 @@ def test_from_rule_revision_2_no_answer_first_when_the_definition_does_not_show_
             assert enum == first_actions, revision
 
 
+def test_a_plain_run_reads_the_file_its_goal_names_before_the_first_model_call(tmp_path: Path) -> None:
+    """Patch files_prompt (new runs that are not grounded): the goal names client.py, so the
+    agent reads it for the model; a run recorded without the patch starts as it did."""
+    prompts: list[str] = []
+
+    def answerer(request: LlmRequest) -> str:
+        prompts.append(str(request.messages[-1]["content"]) + str(request.messages[0]["content"]))
+        return _step("Line 13 sets it.", "answer", answer="client.py sets the timeout to 45 (line 13).")
+
+    question = "What does client.py say about the timeout?"
+    state, events, store, provider = run(tmp_path, answerer, grounded=False, patches=["files_prompt"], question=question)
+    read = events[1]
+    assert (read.type_name, read.action, read.args, read.auto) == ("StepDecided", "read_file", {"path": "client.py"}, True)
+    assert "Read for you, client.py from line 1:" in prompts[0] and "read_file that file first" in prompts[0]
+    assert provider.calls == 1 and state.answer == "<answer>client.py sets the timeout to 45 (line 13).</answer>"
+    replay = ActorShell(ReactAgent(), "agent:replay", store, run_id="replay").load()
+    replay.handle(ReactAgent().start_command(events[0]))
+    drive(replay, ReplayEffects(events), on_events=None)
+    assert [(e.type_name, e.payload()) for e in store.read_stream("agent:replay")] == [(e.type_name, e.payload()) for e in events]
+    _, old, _, _ = run(tmp_path, answerer, grounded=False, question=question, stream="agent:old")
+    assert old[1].type_name != "StepDecided" and "read_file that file first" not in prompts[-1]
+
+
 def test_rule_revision_zero_runs_ask_for_a_step_as_before(tmp_path: Path) -> None:
     requests: list[LlmRequest] = []
 
@@ -492,7 +515,7 @@ def test_a_run_recorded_at_a_deleted_rule_revision_is_refused_with_one_clear_err
 
 
 def test_a_recorded_rule_revision_loads_as_the_patches_it_meant() -> None:
-    from actors.agent.patches import PATCHES
+    from actors.agent.patches import GROUNDED_PATCHES
     from events.registry import upcast
 
     def patches(rules: int | None) -> list[str]:
@@ -502,5 +525,5 @@ def test_a_recorded_rule_revision_loads_as_the_patches_it_meant() -> None:
     assert patches(None) == patches(0) == []
     assert patches(1) == ["answer_first", "quote_checks"]
     assert patches(4) == ["answer_first", "quote_checks", "all_names_shown", "only_where", "head_phrase", "new_name"]
-    assert patches(5) == list(PATCHES)  # revision 5 is what new grounded runs start with
+    assert patches(5) == list(GROUNDED_PATCHES)  # revision 5 is what new grounded runs start with
     assert AgentState.model_validate({"rules": 2}).patches == patches(2)  # a snapshot of the old state

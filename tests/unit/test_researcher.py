@@ -8,7 +8,7 @@ import json
 import pytest
 
 from actors.agent.kind import tool_specs
-from actors.agent.patches import PATCHES
+from actors.agent.patches import GROUNDED_PATCHES
 from actors.agent.prompt import HistoryItem
 from actors.research import prompts
 from actors.research.kind import LEAD
@@ -139,11 +139,11 @@ def test_a_grounded_run_reads_the_definition_its_question_names_before_its_loop_
 
     tools = {"index_repository": Tool(_index_ok), "repository_search": Tool(_search), "find_definition": Tool(definition)}
     done = run_agent(LEAD, "Where does Ledger.record store payments?", model=script, tools=tools, options=options(
-        tools=(SEARCH, find), max_iterations=3, grounded=True, lookups=True, states_answer=True, patches=list(PATCHES)))
+        tools=(SEARCH, find), max_iterations=3, grounded=True, lookups=True, states_answer=True, patches=list(GROUNDED_PATCHES)))
     auto = [e for e in done.events if e.type_name == "StepDecided" and e.auto]
     assert seen == ["Ledger.record"] and [e.args for e in auto] == [{"name": "Ledger.record"}]
     started = next(e for e in done.events if e.type_name == "AgentStarted")
-    assert started.patches == list(PATCHES) and started.grounded
+    assert started.patches == list(GROUNDED_PATCHES) and started.grounded
     assert done.answer.startswith("# Report\n\n## Answer\n\n") and "self.rows.append(p)" in done.answer
     assert_replays(done.store, done.run_id)
 

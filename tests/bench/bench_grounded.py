@@ -12,7 +12,7 @@ an answer starting with "Not found" counts as not found; anything else is wrong-
 Systems, all against the same llama.cpp server, in one run:
 - after:        `Client().submit(q, root=pkg, grounded=True)`: the grounded ReAct agent (find_definition,
                 quoted evidence, the verify step)
-- before:       the same agent with `grounded=False` and the tools it had before
+- before:       the same agent with `grounded=False`, no patches and the tools it had before
                 (search_files, read_file): its old prompt, no evidence check
 - researcher:   `agent="researcher"`, root the package (plan, loop, report)
 - orchestrator: `agent="orchestrator"` over a folder holding a copy of the package
@@ -204,7 +204,8 @@ def main() -> int:
             if system == "after":  # every current patch (actors/agent/patches.py), as new grounded runs
                 return chorus.submit(q, root=pkg, max_iterations=it, grounded=True)
             if system == "before":
-                return chorus.submit(q, root=pkg, max_iterations=it, grounded=False, tools=["search_files", "read_file"])
+                return chorus.submit(q, root=pkg, max_iterations=it, grounded=False, tools=["search_files", "read_file"],
+                                     patches=[])  # its prompt before grounding (not the plain agent's files_prompt)
             if system == "researcher":
                 return chorus.submit(q, agent="researcher", repo=str(pkg), max_iterations=it)
             return chorus.submit(q, agent="orchestrator", root=repos, max_iterations=it)

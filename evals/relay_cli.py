@@ -51,7 +51,7 @@ from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.perform import LiveEffects
 from actors.runtime.shell import ActorShell
 from events.base import Event
-from events.relay import BatonPassed, WorkspaceChanged
+from actors.relay.events import BatonPassed, WorkspaceChanged
 from events.store import EventStore
 
 METHODS = ("single", "relay")

@@ -19,7 +19,6 @@ from projections.projection import (
     register_projection,
     registered_projections,
 )
-from projections.relay_checkpoints import RelayCheckpoints, RelayCheckpointsProjection
 from projections.runner import ProjectionRunner, ProjectionStatus, RebuildResult
 from projections.runs import RunsProjection, RunsView
 from projections.snapshot_files import ActorSnapshot, read_snapshot
@@ -36,8 +35,6 @@ __all__ = [
     "ProjectionRunner",
     "ProjectionStatus",
     "RebuildResult",
-    "RelayCheckpoints",
-    "RelayCheckpointsProjection",
     "RunsProjection",
     "RunsView",
     "SnapshotProjection",

@@ -11,8 +11,10 @@ in an in-memory SQLite database). Upserts: `INSERT ... ON CONFLICT (key) DO UPDA
 which both understand; JSON goes in TEXT columns.
 
 A new view: subclass Projection, set `name`, `types` and `tables`, implement `create`
-and `apply`, decorate it with `@register_projection`, and import its module in
-`projections/__init__.py` so that runners and `chorus projections` see it.
+and `apply`, decorate it with `@register_projection`, and import its module so that
+runners and `chorus projections` see it: a shared view from `projections/__init__.py`, a
+workload's view from its kind module, which its plugin loads (`actors/research/history.py`,
+`actors/relay/checkpoints.py`).
 
 Speed, all opt-in (a projection that sets none of these works as before):
 

@@ -14,7 +14,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from actors.relay.edits import FileEdit
-from events.relay import BatonPacket
+from actors.relay.events import BatonPacket
 
 SUMMARY_LIMIT = 600
 PROSE_LIMIT = 360  # the summary's prose; the rest is for the list of files

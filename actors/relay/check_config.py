@@ -30,7 +30,7 @@ from collections.abc import Mapping
 from pathlib import PurePosixPath
 from typing import Any
 
-from events.relay import VerifierCheck
+from actors.relay.events import VerifierCheck
 
 NAME = "check-config"
 CONFIG_FILES = frozenset(

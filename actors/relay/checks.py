@@ -32,7 +32,7 @@ from typing import Any
 
 from actors.relay.sandbox import SandboxPolicy, SandboxResult, describe_stop, run_sandboxed
 from actors.relay.verdict import NO_TESTS, NOT_RUN, STOPPED
-from events.relay import DefectType, VerifierCheck
+from actors.relay.events import DefectType, VerifierCheck
 
 MAX_ISSUES_SHOWN = 5  # findings spelled out in a check's details
 MAX_DETAILS_CHARS = 1_500

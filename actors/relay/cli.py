@@ -166,7 +166,7 @@ def run(args: argparse.Namespace) -> int:
     from actors.relay.resubmit import describe_outcome
     from actors.relay.session import outcome, serve_relay, start_relay
     from actors.runtime.client import Client, new_run_id
-    from events.relay import AppResubmitted
+    from actors.relay.events import AppResubmitted
 
     def progress(e: Any) -> None:
         line = "" if args.quiet else describe(e) or (describe_outcome(e) if isinstance(e, AppResubmitted) else None)
@@ -200,7 +200,7 @@ def show(run_id: str, as_json: bool = False) -> int:
     from actors.runtime.client import Client
     from actors.runtime.run import UnknownRun
     from actors.runtime.shell import ActorShell
-    from projections.relay_checkpoints import RelayCheckpoints
+    from actors.relay.checkpoints import RelayCheckpoints
 
     with Client(start_ray=False) as client:
         try:

@@ -18,7 +18,7 @@ from actors.relay.recording import scheduler_stream
 from actors.relay.scheduler import ResolveEscalation, SchedulerBehaviour
 from actors.relay.session import KIND
 from actors.runtime.shell import ActorShell
-from events.relay import EscalationRaised, EscalationResolved, RoadmapPlanned
+from actors.relay.events import EscalationRaised, EscalationResolved, RoadmapPlanned
 
 
 def escalations(client: Any, run_id: str | None = None, *, open_only: bool = False) -> list[dict[str, Any]]:

@@ -40,7 +40,7 @@ from actors.runtime.client import new_run_id
 from actors.runtime.run import RunLifecycle, Start, UnknownRun, run_stream
 from actors.runtime.shell import ActorShell, rebuild
 from events.base import Event
-from events.relay import RoadmapPlanned, TurnVerified
+from actors.relay.events import RoadmapPlanned, TurnVerified
 from events.store import Recorded
 
 # Copied as recorded: a model call's request and reply name no run, and its hash stays true.

@@ -24,6 +24,8 @@ import argparse
 import threading
 from typing import Any, ClassVar
 
+import actors.relay.checkpoints  # noqa: F401  (registers the relay's view: chorus projections, chorus relay)
+import actors.relay.events  # noqa: F401  (registers the relay's event types: replay, chorus log, the audit view)
 from actors.relay import cli
 from actors.relay.fork import fork_relay
 from actors.relay.progress import describe

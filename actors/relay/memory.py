@@ -43,7 +43,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.runtime.errors import UserError
-from events.relay import BatonPassed, TurnVerified
+from actors.relay.events import BatonPassed, TurnVerified
 from events.store import EventStore, Recorded
 
 Embed = Callable[[list[str]], list[list[float]]]

@@ -6,7 +6,7 @@ every event gets a line. None: not the relay's event."""
 from __future__ import annotations
 
 from events.base import Event
-from events.relay import (
+from actors.relay.events import (
     AppResubmitted,
     BatonPassed,
     CheckpointStored,

@@ -20,7 +20,7 @@ from typing import Any
 from actors.relay.roadmap import RoadmapItem
 from actors.runtime.llm.json_text import parse_json_object
 from actors.runtime.llm.types import LlmRequest
-from events.relay import BatonPacket, DefectCapsule
+from actors.relay.events import BatonPacket, DefectCapsule
 
 BUILDER_MAX_TOKENS = 1024
 # A retry samples warmer than the turn it repairs: at the same low temperature a small model,

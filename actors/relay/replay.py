@@ -45,7 +45,7 @@ from actors.runtime.replay.rerun import recorded_clock
 from actors.runtime.shell import ActorShell
 from events.base import Event
 from events.effects import LlmCompleted, LlmRequested, ToolCalled
-from events.relay import RoadmapPlanned, WorkspaceChanged
+from actors.relay.events import RoadmapPlanned, WorkspaceChanged
 from events.store import EventStore, Recorded
 
 

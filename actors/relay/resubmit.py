@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from actors.relay.sandbox import SandboxPolicy, describe_stop, run_sandboxed
-from events.relay import AppResubmitted, CheckpointStored
+from actors.relay.events import AppResubmitted, CheckpointStored
 from events.store import EventStore
 
 Hook = Sequence[str] | Callable[[CheckpointStored, Path], Any]

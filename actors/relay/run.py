@@ -22,7 +22,7 @@ from actors.relay.scheduler import BuilderFinished, PlanRoadmap, RelayState, Ver
 from actors.relay.workspace import fold_workspace
 from actors.runtime.shell import ActorShell
 from events.base import Event
-from events.relay import RelayBudget, WorkspaceChanged
+from actors.relay.events import RelayBudget, WorkspaceChanged
 
 PLAN_KEY = "plan"
 
@@ -103,7 +103,7 @@ def git_mirror(workspace: Any, commits: dict[str, str] | None = None) -> Callabl
     """An `on_event` that keeps a GitWorkspace in step with the log: each WorkspaceChanged
     applied to its working tree, each CheckpointStored committed (the sha kept in
     `commits` by checkpoint id). The log stays the truth; the repository is its mirror."""
-    from events.relay import CheckpointStored
+    from actors.relay.events import CheckpointStored
 
     def on_event(e: Event) -> None:
         if isinstance(e, WorkspaceChanged):

@@ -49,7 +49,7 @@ from actors.relay.roadmap import RoadmapItem
 from actors.relay.workspace import apply_changes, changes_between, digest
 from actors.runtime.behaviour import Behaviour, Command
 from events.base import Event, State
-from events.relay import (
+from actors.relay.events import (
     BatonPacket,
     EscalationResolved,
     BatonPassed,
@@ -139,7 +139,7 @@ class PlanRoadmap(Command):
 class BuilderFinished(Command):
     turn_id: str  # the builder turn, as RelayTurnStarted named it
     baton: BatonPacket
-    changes: list[dict[str, Any]] = []  # {path, kind, content}: see events.relay.WorkspaceChanged
+    changes: list[dict[str, Any]] = []  # {path, kind, content}: see actors.relay.events.WorkspaceChanged
     tokens: int = 0
 
 

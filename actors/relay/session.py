@@ -66,7 +66,7 @@ from actors.runtime.shell import ActorShell
 from events.base import Event
 from events.effects import LlmCompleted
 from events.errors import ErrorInfo
-from events.relay import CheckpointStored, RelayBudget
+from actors.relay.events import CheckpointStored, RelayBudget
 from events.runs import Budget
 from events.store import EventStore
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 
-from events.relay import DefectCapsule, DefectType, Severity, VerifierCheck, VerifierStatus
+from actors.relay.events import DefectCapsule, DefectType, Severity, VerifierCheck, VerifierStatus
 
 STOPPED = "stopped by the sandbox"  # details: f"{STOPPED} ({reason}): ..."
 NOT_RUN = "not run:"  # details of a check whose tool is missing: it passes, and the report says so

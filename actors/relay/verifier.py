@@ -40,7 +40,7 @@ from actors.relay.verdict import Coherence, decide_verdict
 from actors.relay.workspace import diff_text
 from actors.runtime.perform import ToolInvoker
 from events.effects import LlmCompleted, LlmFailed, ToolReturned
-from events.relay import VerifierCheck
+from actors.relay.events import VerifierCheck
 
 PROBE = "probe:"  # a probe's tool name is "probe:<name>"
 CoherenceMode = Literal["always", "when-checks-pass", "off"]

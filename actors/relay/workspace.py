@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from events.base import Event
-from events.relay import WorkspaceChanged
+from actors.relay.events import WorkspaceChanged
 
 Files = dict[str, str]
 Change = dict[str, Any]  # {path, kind: "write" | "delete", content: str | None}

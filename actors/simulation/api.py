@@ -83,7 +83,7 @@ from actors.simulation.progress import cycle_summary
 from actors.simulation.session import Canonical, UnknownSession
 from actors.simulation.streams import director_stream, synth_stream, world_stream
 from actors.simulation.world import World, apply
-from events.simulation import (
+from actors.simulation.events import (
     CycleCommitted,
     CycleRolledBack,
     PatchCommitted,

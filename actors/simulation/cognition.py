@@ -32,7 +32,7 @@ from actors.simulation.synth import Belief, Memory, SynthState
 from actors.simulation.theory_of_mind import clip, update_mental_models
 from events.base import Event
 from events.effects import LlmCompleted, LlmFailed, LlmRequested
-from events.simulation import SynthCognized, SynthCreated, SynthPatched
+from actors.simulation.events import SynthCognized, SynthCreated, SynthPatched
 
 LlmCall = Callable[[LlmRequest, int], list[Event]]
 

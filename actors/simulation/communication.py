@@ -10,7 +10,7 @@ from typing import Any
 from actors.simulation.payloads import ActuationIntent, CommunicationEvent
 from actors.simulation.perception import hearers_in, senses_of
 from actors.simulation.world import WorldView
-from events.simulation import Communicated
+from actors.simulation.events import Communicated
 
 
 def resolve_communication(

@@ -45,7 +45,7 @@ from actors.simulation.synth import SynthState
 from actors.simulation.world import World, apply
 from events.base import Event, State
 from events.effects import LlmRequested
-from events.simulation import (
+from actors.simulation.events import (
     ClockAdvanced,
     Communicated,
     CycleCommitted,

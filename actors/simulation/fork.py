@@ -18,7 +18,7 @@ from actors.runtime.run import RunLifecycle, Start, run_stream
 from actors.runtime.shell import ActorShell
 from actors.simulation.streams import director_stream
 from events.base import Event
-from events.simulation import CycleCommitted, CycleRolledBack, SynthCreated, WorldCreated
+from actors.simulation.events import CycleCommitted, CycleRolledBack, SynthCreated, WorldCreated
 from events.store import Recorded
 
 

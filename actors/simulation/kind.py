@@ -36,7 +36,7 @@ from actors.simulation.replay import replay_session
 from actors.simulation.streams import director_stream, is_synth_stream, world_stream
 from actors.simulation.world import World, apply
 from events.base import Event, State
-from events.simulation import WorldCreated
+from actors.simulation.events import WorldCreated
 from events.store import Recorded
 
 PACKS = Path(__file__).resolve().with_name("packs")

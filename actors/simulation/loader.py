@@ -69,7 +69,7 @@ from actors.simulation.world import (
     World,
     apply,
 )
-from events.simulation import SynthCreated, WorldCreated
+from actors.simulation.events import SynthCreated, WorldCreated
 
 ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "chorus:simulation:content-pack")
 MAX_PACK_BYTES = 1_000_000

@@ -11,7 +11,7 @@ from actors.simulation.session import UnknownSession
 from actors.simulation.streams import director_stream, is_synth_stream, synth_of, world_stream
 from actors.simulation.synth import SynthState
 from actors.simulation.world import World, apply
-from events.simulation import CycleCommitted, CycleRolledBack, WorldCreated
+from actors.simulation.events import CycleCommitted, CycleRolledBack, WorldCreated
 from events.store import EventStore
 
 

@@ -27,7 +27,7 @@ from actors.simulation.ruleset import get_ruleset, validate_component
 from actors.simulation.synth import Belief, Memory, SynthState
 from actors.simulation.world import EntityNode, WorkingWorld, World, WorldError, apply
 from events.base import Event
-from events.simulation import (
+from actors.simulation.events import (
     ComponentChanged,
     EntityContained,
     EntityCreated,

@@ -18,7 +18,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from events.base import Event
-from events.simulation import ComponentChanged, EnvironmentChanged, ProcessTransitioned
+from actors.simulation.events import ComponentChanged, EnvironmentChanged, ProcessTransitioned
 from actors.simulation import statechart
 from actors.simulation.world import WorldView, apply
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from actors.simulation.director import CycleResult
 from events.base import Event
-from events.simulation import (
+from actors.simulation.events import (
     Communicated,
     CycleCommitted,
     CycleRolledBack,

@@ -28,7 +28,7 @@ from actors.simulation.session import DirectorShell
 from actors.simulation.streams import director_stream, is_synth_stream, synth_of, world_stream
 from events.base import Event
 from events.effects import LlmCompleted, LlmFailed, LlmRequested
-from events.simulation import CycleCommitted, CycleRolledBack, PatchCommitted, StimulusQueued
+from actors.simulation.events import CycleCommitted, CycleRolledBack, PatchCommitted, StimulusQueued
 from events.store import EventStore, Recorded
 
 

@@ -21,7 +21,7 @@ from actors.simulation.payloads import ActionOutcome, ActuationIntent, OutcomeSt
 from actors.simulation.perception import describe, enclosing_closed, within_reach
 from actors.simulation.world import EntityNode, WorldError, WorldView, apply
 from events.base import Event
-from events.simulation import ComponentChanged, EntityContained, EntityMoved
+from actors.simulation.events import ComponentChanged, EntityContained, EntityMoved
 
 Result = tuple[OutcomeStatus, str, list[Event]]  # status, reason, events
 

@@ -40,7 +40,7 @@ from actors.simulation.streams import director_stream, synth_stream, world_strea
 from actors.simulation.synth import SynthState
 from actors.simulation.world import World, apply
 from events.base import Event
-from events.simulation import PatchCommitted, StimulusQueued, SynthCreated, SynthPatched, WorldCreated
+from actors.simulation.events import PatchCommitted, StimulusQueued, SynthCreated, SynthPatched, WorldCreated
 from events.store import EventStore, Recorded
 
 

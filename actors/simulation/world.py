@@ -23,7 +23,7 @@ from typing import Any, Protocol
 from pydantic import BaseModel, Field
 
 from events.base import Event
-from events.simulation import (
+from actors.simulation.events import (
     ClockAdvanced,
     Communicated,
     ComponentChanged,

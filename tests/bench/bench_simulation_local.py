@@ -31,7 +31,7 @@ from actors.runtime.client import Client
 from actors.runtime.settings import Settings
 from actors.simulation.client import simulate
 from actors.simulation.session import Canonical
-from events.simulation import SynthCognized
+from actors.simulation.events import SynthCognized
 
 PACK = Path(__file__).resolve().parents[2] / "actors" / "simulation" / "packs" / "lighthouse.yaml"
 

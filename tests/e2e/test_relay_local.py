@@ -23,7 +23,7 @@ from actors.runtime.replay import replay_run
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell
 from events.effects import LlmCompleted, LlmFailed
-from events.relay import BatonPassed, EscalationRaised, TurnVerified
+from actors.relay.events import BatonPassed, EscalationRaised, TurnVerified
 
 pytestmark = [pytest.mark.llm]
 

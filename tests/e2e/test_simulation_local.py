@@ -20,7 +20,7 @@ from actors.runtime.replay import replay_run
 from actors.runtime.settings import Settings
 from actors.simulation.session import Canonical
 from events.effects import LlmCompleted, LlmFailed
-from events.simulation import SynthCognized
+from actors.simulation.events import SynthCognized
 from tests.integration.test_simulation import LIGHTHOUSE
 from tests.support.ray_env import worker_path
 

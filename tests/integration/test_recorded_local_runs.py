@@ -27,8 +27,8 @@ from actors.runtime.shell import ActorShell
 from actors.simulation import invariants
 from actors.simulation.session import Canonical
 from events.effects import LlmCompleted, LlmFailed
-from events.relay import BatonPassed, EscalationRaised, TurnVerified, WorkspaceChanged
-from events.simulation import CycleCommitted, SynthCognized
+from actors.relay.events import BatonPassed, EscalationRaised, TurnVerified, WorkspaceChanged
+from actors.simulation.events import CycleCommitted, SynthCognized
 from actors.research.history import ResearchHistory
 
 RUNS = Path(__file__).parents[1] / "fixtures" / "runs"

@@ -16,7 +16,7 @@ from actors.relay.recording import scheduler_stream
 from actors.runtime.client import Client
 from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
-from events.relay import EscalationResolved
+from actors.relay.events import EscalationResolved
 from tests.support import relay_llm
 
 TOKENS = {"r-token": "read", "o-token": "operate"}

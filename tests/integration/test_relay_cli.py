@@ -16,7 +16,7 @@ from actors.relay.recording import orchestrator_stream, scheduler_stream
 from actors.runtime.client import Client
 from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
-from events.relay import RoadmapCompleted
+from actors.relay.events import RoadmapCompleted
 from events.store import EventStore
 from tests.integration.test_relay_run import COHERENT, MUL, RIGHT, WRONG_1
 

@@ -21,7 +21,7 @@ from actors.runtime import embeddings
 from actors.runtime.client import Client
 from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
-from events.relay import RelayTurnStarted, TurnVerified
+from actors.relay.events import RelayTurnStarted, TurnVerified
 from events.store import EventStore
 from tests.integration.test_relay_memory import HashingEmbedder
 from tests.integration.test_relay_run import COHERENT, MUL, RIGHT, WRONG_1, reply

@@ -15,7 +15,7 @@ import pytest
 from actors.relay import memory as memory_module
 from actors.relay.memory import MemoryLocked, TurnMemory, point_id
 from actors.runtime.settings import Settings
-from events.relay import (
+from actors.relay.events import (
     BatonPacket,
     BatonPassed,
     DefectCapsule,

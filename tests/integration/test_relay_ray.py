@@ -17,7 +17,7 @@ from actors.testing.model import ScriptedProvider
 from actors.runtime.replay import replay_run
 from actors.runtime.settings import Settings
 from events.effects import LlmCompleted, LlmRequested, ToolReturned
-from events.relay import BatonPassed, CheckpointStored, RoadmapCompleted, TurnVerified
+from actors.relay.events import BatonPassed, CheckpointStored, RoadmapCompleted, TurnVerified
 from tests.support import relay_llm
 
 pytestmark = pytest.mark.ray
@@ -126,7 +126,7 @@ def test_the_scheduler_on_ray_runs_the_resubmit_hook_once_per_checkpoint(ray_loc
     from actors.relay import session
     from actors.relay.actor import RelayActor
     from actors.relay.resubmit import resubmit_stream
-    from events.relay import AppResubmitted
+    from actors.relay.events import AppResubmitted
 
     settings = Settings.from_env(data_dir=tmp_path / "data", store_url=f"sqlite:///{tmp_path / 'chorus.db'}")
     (tmp_path / "ws").mkdir()

@@ -25,7 +25,7 @@ from actors.runtime.client import Client
 from actors.testing.model import ScriptedProvider
 from actors.runtime.settings import Settings
 from events.effects import ToolCalled
-from events.relay import (
+from actors.relay.events import (
     CheckpointStored,
     EscalationRaised,
     EscalationResolved,

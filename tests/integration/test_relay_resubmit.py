@@ -23,7 +23,7 @@ from actors.testing.model import ScriptedProvider
 from actors.runtime.replay import replay_run
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell
-from events.relay import AppResubmitted, CheckpointStored
+from actors.relay.events import AppResubmitted, CheckpointStored
 from events.store import EventStore
 from tests.integration.test_relay_cli import model as fails_once
 from tests.support import relay_llm

@@ -29,7 +29,7 @@ from actors.testing.model import ScriptedProvider
 from actors.runtime.perform import LiveEffects
 from actors.runtime.shell import ActorShell
 from events.effects import LlmRequested
-from events.relay import (
+from actors.relay.events import (
     CheckpointStored,
     EscalationRaised,
     RoadmapCompleted,
@@ -261,7 +261,8 @@ def test_a_driver_that_died_after_the_builders_call_uses_the_recorded_reply(stor
 def test_a_real_run_fills_the_four_relay_views_and_a_rebuild_gives_the_same_rows(store):
     """seed 004's agent_turns, checkpoints, defects and escalations, from a relay whose first
     item escalates after failing twice and whose second passes."""
-    from projections import ProjectionRunner, RelayCheckpoints, RelayCheckpointsProjection
+    from actors.relay.checkpoints import RelayCheckpoints, RelayCheckpointsProjection
+    from projections import ProjectionRunner
 
     def builder(request):
         return MUL + RIGHT if "mul(a, b)" in request.messages[-1]["content"].split("\n")[0] else WRONG_1

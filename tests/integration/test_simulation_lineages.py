@@ -23,7 +23,7 @@ from actors.simulation import patches
 from actors.simulation.client import Simulation, simulate
 from actors.simulation.streams import director_stream, world_stream
 from actors.testing.simulation import marco_polo, scripted_mind, scripted_synths
-from events.simulation import PatchCommitted, StimulusQueued
+from actors.simulation.events import PatchCommitted, StimulusQueued
 from tests.integration.test_simulation import LIGHTHOUSE
 
 MOVE = {"op": "move_entity", "entity": "Flashlight", "to": "Stairwell"}

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 
 from events import Event
 from events.store import EventStore, Recorded
-from events.relay import (
+from actors.relay.events import (
     BatonPacket,
     BatonPassed,
     CheckpointStored,
@@ -28,7 +28,8 @@ from events.relay import (
     TurnVerified,
     VerifierCheck,
 )
-from projections import ProjectionRunner, RelayCheckpoints, RelayCheckpointsProjection
+from actors.relay.checkpoints import RelayCheckpoints, RelayCheckpointsProjection
+from projections import ProjectionRunner
 
 T0 = datetime(2025, 3, 1, 12, 0, 0, tzinfo=timezone.utc)
 TABLES = RelayCheckpointsProjection.tables

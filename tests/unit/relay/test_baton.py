@@ -12,7 +12,7 @@ from actors.relay.baton import (
     parse_hints,
 )
 from actors.relay.edits import parse_edits
-from events.relay import BatonPacket
+from actors.relay.events import BatonPacket
 
 REPLY = """\
 I added `add` to calc.py and a test for it.

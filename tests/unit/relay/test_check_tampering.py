@@ -22,7 +22,7 @@ from actors.relay.scheduler import RelayState
 from actors.relay.verdict import decide_verdict
 from actors.relay.verifier import Verifier
 from actors.runtime.perform import LiveEffects
-from events.relay import BatonPacket
+from actors.relay.events import BatonPacket
 
 POLICY = SandboxPolicy(timeout_s=30, cpu_s=30)
 MUL = {

@@ -21,7 +21,7 @@ from actors.relay.prompts import (
     read_coherence,
 )
 from actors.relay.roadmap import RoadmapItem
-from events.relay import DefectCapsule
+from actors.relay.events import DefectCapsule
 
 ITEM = RoadmapItem(
     title="Create the add function",

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from actors.relay import resubmit
-from events.relay import CheckpointStored
+from actors.relay.events import CheckpointStored
 
 CHECKPOINT = CheckpointStored(task_id="t", checkpoint_id="t:checkpoint:1", turn_id="t:turn:1")
 

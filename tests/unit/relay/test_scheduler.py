@@ -23,7 +23,7 @@ from actors.relay.scheduler import (
     verifier_turn_id,
 )
 from events.base import Event
-from events.relay import (
+from actors.relay.events import (
     BatonPacket,
     BatonPassed,
     CheckpointStored,

@@ -4,7 +4,7 @@ as the defect; an incoherent but clean change RETRY; the same inputs, the same w
 from __future__ import annotations
 
 from actors.relay.verdict import MAX_DESCRIPTION_CHARS, NOT_RUN, STOPPED, decide_verdict, stopped_reason
-from events.relay import TurnVerified, VerifierCheck
+from actors.relay.events import TurnVerified, VerifierCheck
 
 
 def check(name: str, kind: str, passed: bool, details: str = "") -> VerifierCheck:

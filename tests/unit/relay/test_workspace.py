@@ -29,7 +29,7 @@ from actors.relay.workspace import (
     workspace_at,
     write,
 )
-from events.relay import (
+from actors.relay.events import (
     BatonPacket,
     CheckpointStored,
     RelayBudget,

@@ -30,7 +30,7 @@ from actors.runtime.behaviour import Command
 from events.base import Event
 from events.effects import LlmCompleted, LlmFailed, LlmRequested
 from events.errors import ErrorInfo
-from events.simulation import SynthCognized, SynthCreated
+from actors.simulation.events import SynthCognized, SynthCreated
 
 SEED = 1234
 WRENCH = "take_6f1c0c2e-0000-4000-8000-000000000001"

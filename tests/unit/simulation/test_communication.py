@@ -7,7 +7,7 @@ from actors.simulation.payloads import ActuationIntent
 from actors.simulation.perception import compose_bundle, senses_of
 from actors.simulation.resolver import resolve
 from actors.simulation.world import apply
-from events.simulation import Communicated
+from actors.simulation.events import Communicated
 
 from .worlds import NAMES, keeper_world
 

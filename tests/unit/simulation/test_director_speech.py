@@ -36,7 +36,7 @@ from actors.testing.simulation import reply
 from actors.simulation.world import World, apply
 from events.base import Event
 from events.effects import LlmCompleted
-from events.simulation import Communicated, CycleCommitted, CycleRolledBack
+from actors.simulation.events import Communicated, CycleCommitted, CycleRolledBack
 
 from .worlds import WorldBuilder
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from events.simulation import ComponentChanged, EnvironmentChanged, ProcessTransitioned
+from actors.simulation.events import ComponentChanged, EnvironmentChanged, ProcessTransitioned
 from actors.simulation.clock import advance, simulated_time, time_of_day
 from actors.simulation.loader import load_pack
 from actors.simulation.processes import due_transitions

@@ -6,7 +6,7 @@ from actors.simulation.invariants import check, check_all
 from actors.simulation.payloads import ActionOutcome, ActuationIntent
 from actors.simulation.resolver import resolve
 from actors.simulation.world import World, WorldView, apply
-from events.simulation import ComponentChanged, EntityContained, EntityMoved
+from actors.simulation.events import ComponentChanged, EntityContained, EntityMoved
 
 from .worlds import WorldBuilder, keeper_world
 

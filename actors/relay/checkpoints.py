@@ -1,5 +1,5 @@
 """Relay checkpoints: seed 004's agent_turns, checkpoints, defects and escalations tables,
-filled from the relay's events (events/relay.py).
+filled from the relay's events (actors/relay/events.py).
 
     RelayTurnStarted    a builder row, status pending, content empty
     BatonPassed         the builder row's content, files_changed and summary (created if missing)
@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import actors.relay.events  # noqa: F401  (registers the event types this view reads)
 from events.store import EventStore, Recorded
 from projections.columns import clean, json_column, timestamp_text
 from projections.projection import Projection, register_projection

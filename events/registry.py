@@ -53,14 +53,31 @@ def upcaster(name: str, from_version: int) -> Callable[[Upcaster], Upcaster]:
     return register
 
 
+_LOADERS: list[Callable[[], None]] = []
+
+
+def on_unknown_type(loader: Callable[[], None]) -> None:
+    """Call `loader` when a type name is not registered, then look again. The runtime
+    registers its plugin loader here (`actors.runtime.registry.load_workloads`): a workload
+    registers its event types from its own folder when its plugin is loaded, so a log read
+    before any workload was (a fixture loaded from Python, a projection caught up) still
+    decodes, and this layer imports no workload."""
+    if loader not in _LOADERS:
+        _LOADERS.append(loader)
+
+
 def resolve(name: str) -> type[Event]:
-    try:
-        return _TYPES[name]
-    except KeyError:
+    cls = _TYPES.get(name)
+    if cls is None:
+        for load in _LOADERS:
+            load()
+        cls = _TYPES.get(name)
+    if cls is None:
         raise UnknownEventType(
             f"unknown event type {name!r}: no imported module defines it; install the plugin that "
             f"defines it, or name its module in CHORUS_PLUGINS"
-        ) from None
+        )
+    return cls
 
 
 def upcast(name: str, stored_version: int, payload: dict[str, Any]) -> dict[str, Any]:

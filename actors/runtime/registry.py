@@ -36,6 +36,7 @@ from typing import Any, ClassVar, TypeVar
 from actors.runtime.actor_options import restartable
 from actors.runtime.import_path import ImportPathError, import_object, is_import_path
 from actors.runtime.placement import ray_options
+from events.registry import on_unknown_type
 
 T = TypeVar("T", bound=type)
 
@@ -261,3 +262,13 @@ def load_workloads() -> None:
             importlib.import_module(name)
         except ImportError as e:
             raise RegistryError(f"{PLUGINS_ENV} names {name!r}, which cannot be imported: {e}") from None
+
+
+def _load_for_an_unknown_type() -> None:
+    load_workloads()  # looked up when called: a test may stand in for it
+
+
+# A log read before any lookup here (a fixture loaded from Python, a projection caught up, the
+# HTTP client decoding what the server sent) names event types that a workload registers from
+# its own folder: an unknown name loads the plugins, then is looked up again.
+on_unknown_type(_load_for_an_unknown_type)

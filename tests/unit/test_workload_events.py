@@ -1,0 +1,72 @@
+"""A workload owns its event types (actors/<workload>/events.py): `events` registers only the
+shared ones, and a log naming a workload's type still decodes before that workload was
+imported, because an unknown name loads the plugins first (issue 39)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+import events.registry as registry_module
+from events.registry import UnknownEventType
+
+ROOT = Path(__file__).resolve().parents[2]
+WORKLOADS = ("actors.research", "actors.codeqa", "actors.tasks", "actors.simulation", "actors.relay")
+
+
+def test_the_shared_events_register_no_workload():
+    probe = (
+        "import json, sys, events, projections; "
+        f"print(json.dumps([m for m in sys.modules if m.startswith({WORKLOADS!r})]))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == []
+
+
+@pytest.mark.parametrize(
+    "fixture, first_type",
+    [
+        ("local_model_relay_two_items.jsonl", "RoadmapPlanned"),
+        ("scripted_simulation_lighthouse.jsonl", "WorldCreated"),
+        ("scripted_task_director_evaluator.jsonl", "WorkflowStarted"),
+        ("local_model_research.jsonl", "ResearchRequested"),
+    ],
+)
+def test_a_workloads_log_loads_from_python_before_the_workload_is_imported(fixture, first_type):
+    probe = (
+        "import json, sys; from pathlib import Path; "
+        "from actors.runtime.replay import load_fixture; "
+        f"before = {first_type!r} in __import__('events.registry').registry._TYPES; "
+        f"store, run = load_fixture(Path('tests/fixtures/runs') / {fixture!r}); "
+        "print(json.dumps([before, len(list(store.read_all(run_id=run)))]))"
+    )
+    done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    before, count = json.loads(done.stdout)
+    assert before is False  # the workload's types were not registered by importing the runtime
+    assert count > 0
+
+
+def test_an_unknown_name_calls_the_loaders_then_is_still_one_error(monkeypatch):
+    calls: list[str] = []
+    monkeypatch.setattr(registry_module, "_LOADERS", [lambda: calls.append("load")])
+    with pytest.raises(UnknownEventType, match="CHORUS_PLUGINS"):
+        registry_module.resolve("test.no.such.Type")
+    assert calls == ["load"]
+
+
+def test_a_loader_that_registers_the_type_resolves_it(monkeypatch):
+    from events.base import Event
+
+    class Probed(Event):
+        pass
+
+    types = dict(registry_module._TYPES)
+    monkeypatch.setattr(registry_module, "_TYPES", types)
+    monkeypatch.setattr(registry_module, "_LOADERS", [lambda: types.setdefault("test.probe.Probed", Probed)])
+    assert registry_module.resolve("test.probe.Probed") is Probed

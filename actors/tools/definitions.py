@@ -10,7 +10,6 @@ other source files go through universal-ctags when it is installed (Debian's
 
 from __future__ import annotations
 
-import re
 import shutil
 import subprocess
 import threading
@@ -27,9 +26,7 @@ from actors.tools.paths import (
     walk_files,
 )
 from actors.tools.symbols import (
-    MAX_MATCHES,
     Definition,
-    Match,
     SymbolIndex,
     ctags_definitions,
     python_definitions,
@@ -110,28 +107,6 @@ def find_definition(root: str | Path, name: str) -> str:
     return render(index, matches, sources, str(name).strip())
 
 
-def find_first_definition(root: str | Path, names: list[str]) -> str:
-    """The definition of the first of `names` the code has, for the agent's opening lookup of a
-    question (`tzrange`, `dateutil.easter.easter`, `_next_gen`): a code-shaped name (a dot, an
-    underscore or a capital in it) counts when it names any definition, a plain lowercase word
-    only when a class has exactly that name (a plain word is too often English: `start`)."""
-    wanted = [str(n).strip() for n in names if str(n or "").strip()]
-    if not wanted:
-        raise ToolInputError("find_definition(first_of=[...]) needs at least one name")
-    index, sources = build_index(root)
-    for name in wanted:
-        if re.search(r"[._A-Z]", name):  # code-shaped: `pkg.mod.f`, `_private`, `CamelCase`, `snake_case`
-            matches = index.lookup(name)
-        else:
-            matches = [Match(d, name) for d in index.classes(name)][:MAX_MATCHES]
-        if matches:
-            return render(index, matches, sources, name)
-    return (
-        f"No definition named {', '.join(repr(n) for n in wanted[:8])} in the index "
-        f"({len(index.definitions)} definitions). Try search_files with a word from the question."
-    )
-
-
 _NAME_ALIASES = ("name", "symbol", "identifier", "query", "class_name", "function", "class", "definition", "q")
 
 
@@ -147,9 +122,7 @@ class FindDefinition(Tool):
         super().__init__(root=root, **config)
         self.root = str(resolve_root(root))
 
-    def execute(self, name: str = "", first_of: list[str] | None = None, **extra: Any) -> str:
-        if first_of and not str(name or "").strip():  # the agent's opening lookup (rule revision 7)
-            return find_first_definition(self.root, list(first_of) if isinstance(first_of, (list, tuple)) else [str(first_of)])
+    def execute(self, name: str = "", **extra: Any) -> str:
         value = alias_arg(name, extra, _NAME_ALIASES)
         if isinstance(value, (list, tuple)):
             value = " ".join(str(v) for v in value)

@@ -258,19 +258,3 @@ def test_a_module_path_may_start_with_the_root_package_and_name_a_package_or_a_p
     # another package's name is not the root's: nothing is found through it
     assert index.lookup("othertool.easter.easter") == []
     assert SymbolIndex(index.definitions).lookup("dateutil.easter.easter") == []  # no package name given
-
-
-def test_the_opening_lookups_first_of_shows_the_first_name_the_code_defines(tmp_path: Path) -> None:
-    """find_definition(first_of=[...]): a dotted name as any definition, a plain word only as a
-    class's exact name (`start` is a method here, and English); none found says so in one line."""
-    from actors.tools.definitions import find_first_definition
-
-    (tmp_path / "zones.py").write_text(
-        "class tzrange(object):\n    def start(self):\n        return 1\n\n\ndef easter(year):\n    return year\n"
-    )
-    tool = FindDefinition(root=str(tmp_path))
-    assert tool.execute(first_of=["start", "tzrange"]).startswith("class tzrange(object) is defined in zones.py line 1.")
-    assert tool.execute(first_of=["easter", "zones.easter"]).startswith("function easter is defined in zones.py line 6.")
-    assert find_first_definition(tmp_path, ["start", "when"]).startswith("No definition named 'start', 'when'")
-    with pytest.raises(ToolInputError, match="at least one name"):
-        find_first_definition(tmp_path, [" "])

@@ -12,8 +12,6 @@ and hash, so later starts do not hash a gigabyte again.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import fcntl
 import hashlib
 import json
 import os
@@ -23,10 +21,10 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+from actors.runtime.machine import locked
 from actors.runtime.settings import ConfigError, Settings
 
 PARTS = 22
@@ -112,7 +110,7 @@ def ensure_model(
     if is_verified(target, expected_size, expected_sha256):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
-    with _lock(target):
+    with locked(target.with_name(target.name + ".lock")):  # one process assembles it at a time
         # Another process may have assembled it while we waited for the lock.
         if is_verified(target, expected_size, expected_sha256):
             return target
@@ -149,16 +147,6 @@ def _adopt_earlier_copy(settings: Any, target: Path, expected_size: int, expecte
     _write_marker(target, expected_sha256)
     _say(f"using the model already assembled in {earlier}")
     return True
-
-
-@contextlib.contextmanager
-def _lock(target: Path) -> Iterator[None]:
-    with open(target.with_name(target.name + ".lock"), "w") as f:
-        fcntl.flock(f, fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(f, fcntl.LOCK_UN)
 
 
 def package_name(n: int) -> str:

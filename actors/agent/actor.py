@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.runtime.budget import close_ledger, open_ledger, run_usage, share_ledger
+from actors.runtime.budget import close_ledger, open_ledger, run_usage
 from actors.runtime.llm.gateway import LlmGateway
 from actors.runtime.llm.providers import provider_from_settings
 from actors.runtime.perform import LiveEffects, drive, ray_invoker
@@ -19,6 +19,7 @@ from actors.runtime.run import Complete, Fail, RunLifecycle, Start, run_stream
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell
 from actors.runtime.tool_context import ToolContext
+from actors.runtime.tool_host import RunTools
 from actors.runtime.wire import from_wire
 from events.errors import ErrorInfo
 from events.store import EventStore
@@ -46,9 +47,9 @@ class AgentActor:
         self.run = ActorShell(RunLifecycle(), run_stream(run_id), self.store, run_id=run_id).load()
         self.llm = llm  # a given provider (tests) also serves the tools' own calls
         self.gateway = LlmGateway(llm if llm is not None else provider_from_settings(settings))
-        self._tools: dict[str, Any] = {}
         # The run's budget, drawn on by every call of the run (the tools' too), as the log left it.
         self.ledger = open_ledger(self.store, run_id, shared=True, streams=self.call_streams())
+        self.tools = RunTools(run_id, settings, llm, self.ledger)
 
     def serve(self, start: Any) -> dict[str, Any]:
         """Run the agent to the end and close the run; returns a summary. `start` is the start
@@ -60,7 +61,7 @@ class AgentActor:
         )
         state = self.shell.state
         try:
-            invoke = ray_invoker(self.tool_handle, timeout_s=self.settings.llm_timeout_s)
+            invoke = ray_invoker(self.call_tool, timeout_s=self.settings.llm_timeout_s)
             state = drive(self.shell, LiveEffects(self.gateway, invoke, self.ledger))
         except Exception as e:
             error = ErrorInfo(type="runtime_error", reason=type(e).__name__, message=str(e)[:500])
@@ -101,14 +102,7 @@ class AgentActor:
         self._release()
 
     def _release(self) -> None:
-        import ray  # the actor runs on Ray
-
-        for handle in self._tools.values():
-            try:
-                ray.kill(handle, no_restart=True)
-            except Exception:  # already gone
-                pass
-        self._tools.clear()
+        self.tools.stop()
         self.store.close()
 
     def _snapshot(self) -> None:
@@ -119,24 +113,11 @@ class AgentActor:
     def state(self) -> dict[str, Any]:
         return {"version": self.shell.version, "state": self.shell.state.model_dump(mode="json")}
 
-    def tool_handle(self, name: str) -> Any:
-        """The tool's Ray actor, created on first use with the run's current root (a
-        researcher only knows it once the repository is cloned)."""
-        if name in self._tools:
-            return self._tools[name]
+    def call_tool(self, name: str, args: dict[str, Any]) -> Any:
+        """Send a call to one of the run's tools, in the run's current root (a researcher only
+        knows it once the repository is cloned); its Ray object ref."""
         state = self.shell.state
         spec = next((t for t in getattr(state, "tools", []) if t.name == name), None)
         if spec is None:
             raise KeyError(f"tool {name!r} is not one of this run's tools")
-        config: dict[str, Any] = {"root": state.root}
-        if getattr(Registry.tool_class(spec.name, spec.topic), "uses_context", False):
-            config["context"] = ToolContext(
-                run_id=self.run_id,
-                tool=spec.name,
-                store_url=self.settings.store_url,
-                settings=self.settings,
-                provider=self.llm,
-                ledger=share_ledger(self.ledger),  # the run's ledger actor, started for the first such tool
-            )
-        self._tools[name] = Registry.get_tool(spec.name, spec.topic, placement=self.settings.placement, **config)
-        return self._tools[name]
+        return self.tools.call(spec.name, args, root=state.root, topic=spec.topic)

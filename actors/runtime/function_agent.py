@@ -22,7 +22,7 @@ from itertools import groupby
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from actors.runtime.behaviour import Behaviour
-from actors.runtime.budget import close_ledger, open_ledger, run_usage, share_ledger
+from actors.runtime.budget import close_ledger, open_ledger, run_usage
 from actors.runtime.durable import (
     DEFAULT_PARAMS,
     SLEEP,
@@ -53,7 +53,7 @@ from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell
 from actors.runtime.spawn import spawn_actor
 from actors.runtime.timers import schedule_wake, timer_actor
-from actors.runtime.tool_context import ToolContext
+from actors.runtime.tool_host import RunTools
 from actors.runtime.wire import from_wire
 from events.base import Event
 from events.durable import FunctionForked, FunctionStarted, SignalConsumed, SignalSent
@@ -92,7 +92,7 @@ class FunctionActor:
         # The run's budget in this process; it moves to a LedgerActor only when a tool that
         # makes calls of its own is created (`share_ledger`).
         self.ledger = open_ledger(self.store, run_id, shared=True, streams=None)
-        self._tools: dict[tuple[str, str], Any] = {}
+        self.tools = RunTools(run_id, settings, llm, self.ledger)
 
     def serve(self, start: Any) -> dict[str, Any]:
         start = from_wire(start)
@@ -105,7 +105,7 @@ class FunctionActor:
                 error = ErrorInfo(type="config_error", reason="ImportPathError", message=str(e))
                 self.run.handle(Fail(key="finish", error=error), causation_id=self.shell.last_event_id)
                 return self._summary("failed", error=error.model_dump())
-            invoke = ray_invoker(self.tool_handle, timeout_s=self.settings.llm_timeout_s)
+            invoke = ray_invoker(self.call_tool, timeout_s=self.settings.llm_timeout_s)
             effects = LiveDurable(LiveEffects(self.gateway, invoke, self.ledger), self.store, self.run_id)
             outcome = run_until_settled(self.shell, fn, effects)
         except Exception as e:
@@ -128,34 +128,17 @@ class FunctionActor:
         self.shell.snapshot()
         self.run.snapshot()
         close_ledger(self.ledger)
-        import ray  # the actor runs on Ray
-
-        for handle in self._tools.values():
-            try:
-                ray.kill(handle, no_restart=True)
-            except Exception:  # already gone
-                pass
-        self._tools.clear()
+        self.tools.stop()
         self.store.close()
 
     def state(self) -> dict[str, Any]:
         return {"version": self.shell.version, "state": self.shell.state.model_dump(mode="json")}
 
-    def tool_handle(self, name: str) -> Any:
-        """The tool's Ray actor, created on first use in the run's folder as it is then (a
-        function may move to another with `ctx.use_folder`: the tool is created anew there).
-        A tool that makes calls of its own (`uses_context`) draws on the run's budget."""
-        root = self.shell.state.root
-        if (name, root) not in self._tools:
-            config: dict[str, Any] = {"root": root}
-            if getattr(Registry.tool_class(name), "uses_context", False):
-                config["context"] = ToolContext(
-                    run_id=self.run_id, tool=name, store_url=self.settings.store_url, settings=self.settings,
-                    provider=self.llm, ledger=share_ledger(self.ledger),
-                )  # fmt: skip
-            self._tools[(name, root)] = Registry.get_tool(name, placement=self.settings.placement, **config)
-        return self._tools[(name, root)]
-
+    def call_tool(self, name: str, args: dict[str, Any]) -> Any:
+        """Send a call to a tool in the run's folder as it is then (a function may move to
+        another with `ctx.use_folder`: the tool is made anew there); its Ray object ref. A tool
+        that makes calls of its own (`uses_context`) draws on the run's budget."""
+        return self.tools.call(name, args, root=self.shell.state.root)
 
 def begin_serving(run: ActorShell[Any], shell: ActorShell[Any]) -> None:
     """The run is served: started, or started again after it waited (a key per start)."""

@@ -101,13 +101,13 @@ def local_invoker(tools: Mapping[str, Any]) -> ToolInvoker:
     return lambda name, args: tools[name].execute(**args)
 
 
-def ray_invoker(handle: Callable[[str], Any], timeout_s: float = 120.0) -> ToolInvoker:
-    """Tools as Ray actors: `handle(name)` gives the tool's actor (an actor shell creates
-    each through the Registry when first asked)."""
+def ray_invoker(call: Callable[[str, dict[str, Any]], Any], timeout_s: float = 120.0) -> ToolInvoker:
+    """Tools on Ray actors: `call(name, args)` sends the call and gives its object ref (a run's
+    `RunTools`, actors.runtime.tool_host, makes the actors on first use)."""
     import ray  # lazily: replay and in-process tools never load Ray
 
     def invoke(name: str, args: dict[str, Any]) -> str:
-        return ray.get(handle(name).execute.remote(**args), timeout=timeout_s)
+        return ray.get(call(name, args), timeout=timeout_s)
 
     return invoke
 

@@ -113,6 +113,20 @@ def test_a_third_party_tool_needs_only_the_decorator(client, tmp_path):
     assert [(e.tool, e.output) for e in returned] == [("word_count", "3 words")]
 
 
+def test_a_runs_tools_share_one_worker_each_made_once(client, tmp_path):
+    """Two distinct tools of a run are served by one actor (one Python worker, not one per
+    tool: actors.runtime.tool_host), each tool made on its first call and kept."""
+    from tests.support import pid_tools
+
+    with client(pid_tools.CallsEachTwice()) as c:
+        run = c.submit("Which processes?", root=tmp_path, tools=["pid_a", "pid_b"])
+        result = run.wait(timeout=60)
+        outputs = [r.event.output.split() for r in c.events(run.run_id) if r.event.type_name == "ToolReturned"]
+    assert result.ok
+    assert [(tool, calls) for tool, _, calls in outputs] == [("a", "1"), ("b", "1"), ("a", "2"), ("b", "2")]
+    assert len({pid for _, pid, _ in outputs}) == 1
+
+
 def test_fork_continues_from_a_position_and_leaves_the_original_alone(client, tmp_path):
     from actors.runtime.replay import diff_runs
 

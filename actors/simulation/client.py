@@ -24,7 +24,7 @@ from actors.runtime.llm.providers import provider_from_settings
 from actors.runtime.placement import ray_options
 from actors.runtime.run import RunLifecycle, Start, run_stream
 from actors.runtime.shell import ActorShell
-from actors.simulation.actors import DEFAULT_SYNTH_PARAMS, DirectorActor, SynthActor
+from actors.simulation.actor import DEFAULT_SYNTH_PARAMS, DirectorActor, SynthActor
 from actors.simulation.director import CognitionTask, DirectorConfig
 from actors.simulation.loader import CompiledPack, load_pack
 from actors.simulation.overview import overview

@@ -8,7 +8,7 @@ grounded runs with none, and runs that are not grounded with the plain agent's (
 A patch is deleted, with its old path, once no fixture or supported log needs the old path
 (docs/decisions/0014-named-patches.md).
 
-The patches (the grounded rule revisions 1 to 5 that came before them, events/agent.py
+The patches (the grounded rule revisions 1 to 5 that came before them, actors/agent/events.py
 `RULE_REVISIONS`, map onto them, so a log recorded at any of those revisions replays):
 
 - answer_first: after an opening lookup that found the definition the question names, the
@@ -43,7 +43,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Any
 
-from events.agent import RULE_REVISIONS
+from actors.agent.events import RULE_REVISIONS
 
 GROUNDED_PATCHES: tuple[str, ...] = tuple(p for revision in RULE_REVISIONS for p in revision)
 PLAIN_PATCHES: tuple[str, ...] = ("files_prompt",)

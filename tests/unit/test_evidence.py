@@ -18,7 +18,7 @@ from actors.agent.evidence import (
     spans,
 )
 from actors.agent.verify import check_answer, lookup_name, mismatch
-from events.agent import revision_patches as rev
+from actors.agent.events import revision_patches as rev
 
 READ = """pkg/config.py, lines 10-14 of 40:
 10: class Settings(BaseSettings):

@@ -11,7 +11,7 @@ import pytest
 
 from actors.agent.lookups import NOT_IN_DEFINITION
 from actors.agent.patches import GROUNDED_PATCHES
-from events.agent import revision_patches as rev
+from actors.agent.events import revision_patches as rev
 from actors.agent.react import AgentState, ReactAgent, StartAgent
 from actors.runtime.llm.gateway import LlmGateway
 from actors.testing.model import ScriptedProvider
@@ -20,7 +20,7 @@ from actors.runtime.perform import LiveEffects, ReplayEffects, drive, local_invo
 from actors.runtime.shell import ActorShell
 from actors.tools.definitions import FindDefinition
 from actors.tools.files import ReadFile, SearchFiles
-from events.agent import AgentStarted, ToolSpec
+from actors.agent.events import AgentStarted, ToolSpec
 from events.store import EventStore
 from tests.support.fake_llm import step_of
 

@@ -89,3 +89,24 @@ def test_a_loader_that_registers_the_type_resolves_it(monkeypatch):
     monkeypatch.setattr(registry_module, "_TYPES", types)
     monkeypatch.setattr(registry_module, "_LOADERS", [lambda: types.setdefault("test.probe.Probed", Probed)])
     assert registry_module.resolve("test.probe.Probed") is Probed
+
+
+def test_a_restarted_ledger_reads_an_agent_stream_in_a_process_that_imported_only_the_runtime(tmp_path):
+    # Ray restarts a run's LedgerActor in a worker that imported actors.runtime.budget alone; it
+    # counts the run's calls from the lead's stream, which holds the agent's own event types
+    url = f"sqlite:///{tmp_path / 'log.db'}"
+    load = (
+        "from pathlib import Path; from actors.runtime.replay import load_fixture; from events.store import EventStore; "
+        f"store = EventStore({url!r}); load_fixture(Path('tests/fixtures/runs/scripted_search_read_answer.jsonl'), store); "
+        "store.close()"
+    )
+    done = subprocess.run([sys.executable, "-c", load], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    count = (
+        "import json, sys; from actors.runtime.budget import run_usage; from events.store import EventStore; "
+        f"usage = run_usage(EventStore({url!r}), 'search_read_', streams=['agent:search_read_']); "
+        "print(json.dumps([usage.calls, 'actors.agent.events' in sys.modules]))"
+    )
+    done = subprocess.run([sys.executable, "-c", count], cwd=ROOT, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == [3, True]  # its three model calls; the agent's types loaded with its plugin

@@ -1,6 +1,8 @@
 """The ReAct agent (seed 000 §2.2), shared by the workloads that reason in a loop.
 
 The plan every workload folder follows:
+    events.py                         its event types (AgentStarted ... AgentForked), registered
+                                      when its plugin (kind.py) is loaded
     react.py, parsing.py, policy.py   the pure core: `ReactAgent` (decide/evolve, next_effect)
     lookups.py, patches.py            the agent's own lookups; its named patches (`patched`)
     asks.py, evidence.py, verify.py   what a question asks, grounding quotes, the verify step

@@ -29,7 +29,7 @@ ASKED_KIND = re.compile(r"\b(which|what) (method|function|class|exception|attrib
 # Patch kind_words: up to two words may stand between (which module-level function, what
 # private helper method).
 _KINDS = r"(method|function|class|exception|attribute|constant|variable|property|decorator)"
-ASKED_KIND_5 = re.compile(rf"\b(which|what) (?:[\w-]+ ){{0,2}}?{_KINDS}\b(?! does \w+ (subclass|inherit))", re.I)
+ASKED_KIND_WORDS = re.compile(rf"\b(which|what) (?:[\w-]+ ){{0,2}}?{_KINDS}\b(?! does \w+ (subclass|inherit))", re.I)
 
 # Patch head_phrase: what a "which/what X ..." question asks for is its head phrase, the words
 # between the question word and the verb or preposition after them ("Which close code does
@@ -68,12 +68,12 @@ def head_ask(question: str) -> str | None:
 def ask_of(question: str, patches: Collection[str] = ()) -> str:
     """What the question asks for: name, base, override, message, value or any. With patch
     head_phrase, a "which/what X ..." question's head phrase X decides first (`head_ask`);
-    with kind_words, "which module-level function" asks for a name too (`ASKED_KIND_5`)."""
+    with kind_words, "which module-level function" asks for a name too (`ASKED_KIND_WORDS`)."""
     if patched(patches, "head_phrase") and (head := head_ask(question)) is not None:
         return head
     kind_words = patched(patches, "kind_words")
     for kind, pattern in _ASKS:
-        if pattern.search(question) or (kind == "name" and kind_words and ASKED_KIND_5.search(question)):
+        if pattern.search(question) or (kind == "name" and kind_words and ASKED_KIND_WORDS.search(question)):
             return kind
     return "any"
 

@@ -123,7 +123,7 @@ def ground(
     """The citation checked against the shown lines, or why it is refused (for the model).
     `strict` (runs with the agent's own lookups): a quote that runs on past a shown line
     naming a definition (`def take_snapshot(` quoted with the signature the model imagined)
-    is grounded at that line. `relocate` (rule revision 1): a quote that is not in the cited
+    is grounded at that line. `relocate` (patch quote_checks): a quote that is not in the cited
     file but is in exactly one file the tools showed is grounded there (the path was wrong,
     the line is real), and single and double quotes are the same."""
     q_lines = [norm(x) for x in cite.quote.splitlines() if norm(x)]

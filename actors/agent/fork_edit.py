@@ -82,7 +82,7 @@ def prepare_edited_fork(
     from actors.runtime.effects import LlmReturned
     from actors.runtime.registry import Registry
     from actors.runtime.shell import ActorShell
-    from events.agent import AgentForked
+    from actors.agent.events import AgentForked
 
     if (completion is None) == (prompt is None):
         raise ValueError("give either the completion to put in the model's place or the prompt to send it instead")

@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 import actors.tools.definitions  # noqa: F401  (registers find_definition)
 import actors.tools.files  # noqa: F401  (registers the file tools the ReAct agent uses)
 from actors.agent.actor import AgentActor, agent_stream
+from actors.agent.events import AgentForked, ToolSpec  # and registers the agent's event types with its plugin
 from actors.agent.policy import unwrap_answer
 from actors.agent.patches import check_patches
 from actors.agent.react import ReactAgent
@@ -29,7 +30,6 @@ from actors.runtime.registry import Registry
 from actors.runtime.replay import Divergence, ReplayReport, replay_stream, run_records
 from actors.runtime.runkind import RunKind
 from actors.runtime.settings import Settings
-from events.agent import AgentForked, ToolSpec
 from events.base import Event
 from events.runs import DEFAULT_MAX_LLM_CALLS, Budget
 from events.store import Recorded

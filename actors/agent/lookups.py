@@ -11,11 +11,11 @@ from collections.abc import Collection
 from typing import TYPE_CHECKING
 
 from actors.agent.asks import ask_of, names_shown, question_name
+from actors.agent.events import StepDecided, ToolSpec
 from actors.agent.evidence import spans
 from actors.agent.patches import GROUNDED_PATCHES, PLAIN_PATCHES, patched
 from actors.agent.policy import REPEAT_MARK
 from actors.agent.verify import shows_a_value
-from events.agent import StepDecided, ToolSpec
 
 if TYPE_CHECKING:
     from actors.agent.react import AgentState

@@ -8,8 +8,9 @@ grounded runs with none, and runs that are not grounded with the plain agent's (
 A patch is deleted, with its old path, once no fixture or supported log needs the old path
 (docs/decisions/0014-named-patches.md).
 
-The patches (the grounded rule revisions 1 to 5 that came before them, events/agent.py
-`RULE_REVISIONS`, map onto them, so a log recorded at any of those revisions replays):
+The patches (the grounded rule revisions 1 to 5 that came before them map onto them, so a log
+recorded at any of those revisions replays: `RULE_REVISIONS` in actors/agent/events.py, the
+one table of revision numbers):
 
 - answer_first: after an opening lookup that found the definition the question names, the
   model's first step may only be the answer ("not found" there sends it on searching).
@@ -43,9 +44,19 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable
 from typing import Any
 
-from events.agent import RULE_REVISIONS
-
-GROUNDED_PATCHES: tuple[str, ...] = tuple(p for revision in RULE_REVISIONS for p in revision)
+# In the order they came (a run records its patches in this order).
+GROUNDED_PATCHES: tuple[str, ...] = (
+    "answer_first",
+    "quote_checks",
+    "all_names_shown",
+    "only_where",
+    "head_phrase",
+    "new_name",
+    "private_names",
+    "kind_words",
+    "names_one",
+    "restated",
+)
 PLAIN_PATCHES: tuple[str, ...] = ("files_prompt",)
 PATCHES: tuple[str, ...] = (*GROUNDED_PATCHES, *PLAIN_PATCHES)
 KNOWN = frozenset(PATCHES)

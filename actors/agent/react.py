@@ -42,7 +42,7 @@ from actors.runtime.behaviour import Behaviour, Command
 from actors.runtime.effects import CallLlm, CallTool, LlmReturned, Stop, StopAgent, ToolFinished
 from actors.runtime.registry import Registry
 from actors.runtime.llm.types import LlmRequest
-from events.agent import (
+from actors.agent.events import (
     AgentFailed,
     AgentForked,
     AgentStarted,

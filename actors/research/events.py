@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from events.agent import ToolSpec, rules_as_patches
+from actors.agent.events import ToolSpec, rules_as_patches
 from events.base import Event
 from events.errors import ErrorInfo
 from events.registry import event_type, upcaster

@@ -20,7 +20,7 @@ from actors.agent.react import ReactAgent, StartAgent
 from actors.research import prompts
 from actors.runtime.durable import Context, Failure, ToolError
 from actors.runtime.ledger import BudgetExhausted
-from events.agent import ToolSpec, revision_patches
+from actors.agent.events import ToolSpec, revision_patches
 from events.errors import ErrorInfo
 from actors.research.events import (
     IndexingCompleted,

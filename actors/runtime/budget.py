@@ -20,6 +20,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+# A run's streams hold its workload's and its agent's event types, which register with their
+# plugins: imported, the registry loads those for a type name this process has not seen (a
+# LedgerActor restarted by Ray in a fresh worker reads the run's streams).
+import actors.runtime.registry  # noqa: F401
 from actors.runtime.ledger import BudgetExhausted, Ledger, Usage, limited, usage_of
 from events.errors import ErrorInfo
 from events.runs import Budget, RunSubmitted

@@ -116,7 +116,7 @@ def run_chorus(steps: int, workdir: Path, snapshot_every: int = 100) -> dict[str
     )
     from actors.runtime.shell import ActorShell
     from actors.tools.files import ReadFile, SearchFiles
-    from events.agent import ToolSpec
+    from actors.agent.events import ToolSpec
     from events.store import EventStore
     from tests.support.fake_llm import step_of
 

@@ -42,15 +42,15 @@ sys.path.insert(0, str(ROOT))
 SETS = {  # name -> (questions, the installed package they are about)
     "easy": (ROOT / "tests" / "bench" / "eval" / "agent_eventsourcing.json", "eventsourcing"),
     "hard": (ROOT / "tests" / "bench" / "eval" / "agent_eventsourcing_hard.json", "eventsourcing"),
-    "h11": (ROOT / "tests" / "bench" / "eval" / "agent_h11_heldout.json", "h11"),  # rule revision 2 came from it
-    "uvicorn": (ROOT / "tests" / "bench" / "eval" / "agent_uvicorn_heldout.json", "uvicorn"),  # rule revision 3 came from it
-    "tenacity": (ROOT / "tests" / "bench" / "eval" / "agent_tenacity_heldout.json", "tenacity"),  # rule revision 4 came from it
-    "pluggy": (ROOT / "tests" / "bench" / "eval" / "agent_pluggy_heldout.json", "pluggy"),  # rule revision 4 measured on it
+    "h11": (ROOT / "tests" / "bench" / "eval" / "agent_h11_heldout.json", "h11"),  # patches all_names_shown and only_where came from it
+    "uvicorn": (ROOT / "tests" / "bench" / "eval" / "agent_uvicorn_heldout.json", "uvicorn"),  # patch head_phrase came from it
+    "tenacity": (ROOT / "tests" / "bench" / "eval" / "agent_tenacity_heldout.json", "tenacity"),  # patch new_name came from it
+    "pluggy": (ROOT / "tests" / "bench" / "eval" / "agent_pluggy_heldout.json", "pluggy"),  # patch new_name measured on it
     # not the installed version (or not installed), so their wheels are fetched (`corpus`)
-    "packaging": (ROOT / "tests" / "bench" / "eval" / "agent_packaging_heldout.json", "packaging==25.0"),  # rule revision 5 came from it
-    "itsdangerous": (ROOT / "tests" / "bench" / "eval" / "agent_itsdangerous_heldout.json", "itsdangerous==2.2.0"),  # revision 5 measured on it
-    "dateutil": (ROOT / "tests" / "bench" / "eval" / "agent_dateutil_heldout.json", "python-dateutil==2.9.0.post0"),  # revisions 5 and 6 measured on it; 7 came from it
-    "attrs": (ROOT / "tests" / "bench" / "eval" / "agent_attrs_heldout.json", "attrs==25.3.0"),  # revisions 5, 6 and 7 measured on it; 8 came from it
+    "packaging": (ROOT / "tests" / "bench" / "eval" / "agent_packaging_heldout.json", "packaging==25.0"),  # patches private_names, kind_words, names_one and restated came from it
+    "itsdangerous": (ROOT / "tests" / "bench" / "eval" / "agent_itsdangerous_heldout.json", "itsdangerous==2.2.0"),  # today's patches measured on it
+    "dateutil": (ROOT / "tests" / "bench" / "eval" / "agent_dateutil_heldout.json", "python-dateutil==2.9.0.post0"),  # today's patches and the deleted experiment 6 measured on it; experiment 7 came from it
+    "attrs": (ROOT / "tests" / "bench" / "eval" / "agent_attrs_heldout.json", "attrs==25.3.0"),  # today's patches and the deleted experiments 6 and 7 measured on it; experiment 8 came from it
     "structlog": (ROOT / "tests" / "bench" / "eval" / "agent_structlog_heldout.json", "structlog==25.4.0"),
 }
 SYSTEMS = ("after", "before", "researcher", "orchestrator", "bare")

@@ -55,7 +55,7 @@ def record(store_url: str, root: Path, run_id: str, steps: int) -> int:
     from actors.runtime.shell import ActorShell
     from actors.testing.model import ScriptedProvider
     from actors.tools.files import ReadFile, SearchFiles
-    from events.agent import ToolSpec
+    from actors.agent.events import ToolSpec
     from events.runs import Budget
     from events.store import EventStore
     from tests.support import fake_llm

@@ -46,7 +46,7 @@ from typing import Any
 
 from eventsourcing.persistence import StoredEvent
 
-from events.agent import AgentStarted, AnswerGiven, StepDecided, ToolSpec
+from actors.agent.events import AgentStarted, AnswerGiven, StepDecided, ToolSpec
 from events.base import Event
 from events.codec import encode_event
 from events.effects import LlmCompleted, LlmRequested, ToolCalled, ToolReturned

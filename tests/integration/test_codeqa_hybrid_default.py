@@ -20,7 +20,7 @@ from actors.runtime.perform import LiveEffects, drive, local_invoker
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell
 from actors.runtime.tool_context import ToolContext
-from events.agent import ToolSpec
+from actors.agent.events import ToolSpec
 from events.store import EventStore
 from tests.support import codeqa_llm
 

@@ -11,7 +11,7 @@ import threading
 import pytest
 
 from events.store import EventStore
-from events.agent import StepDecided
+from actors.agent.events import StepDecided
 from events.effects import LlmCompleted, LlmRequested
 from events.runs import RunSubmitted
 from projections import AuditProjection, AuditTrail, ProjectionRunner

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from events import ErrorInfo, Event
 from events.store import EventStore, Recorded
-from events.agent import AnswerGiven, StepDecided
+from actors.agent.events import AnswerGiven, StepDecided
 from events.effects import (
     LlmCompleted,
     LlmFailed,

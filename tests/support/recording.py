@@ -10,7 +10,7 @@ from actors.testing.model import ScriptedProvider
 from actors.runtime.run import Complete, Fail, RunLifecycle, Start, Submit, run_stream
 from actors.runtime.shell import ActorShell
 from actors.tools.files import ReadFile, SearchFiles
-from events.agent import ToolSpec
+from actors.agent.events import ToolSpec
 from events.runs import Budget
 from events.store import EventStore
 from tests.support import fake_llm

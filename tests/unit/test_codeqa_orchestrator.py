@@ -25,7 +25,7 @@ from actors.testing.model import ScriptedProvider
 from actors.runtime.registry import Registry
 from actors.runtime.shell import ActorShell
 from actors.runtime.tool_context import ToolContext
-from events.agent import ToolSpec
+from actors.agent.events import ToolSpec
 from events.store import EventStore
 from actors.agent.kind import replay_agent_stream
 from actors.tools.definitions import FindDefinition

@@ -17,8 +17,9 @@ from actors.agent.evidence import (
     shown_lines,
     spans,
 )
+from actors.agent.patches import GROUNDED_PATCHES
 from actors.agent.verify import check_answer, lookup_name, mismatch
-from events.agent import revision_patches as rev
+from tests.support.patch_sets import grounded_without
 
 READ = """pkg/config.py, lines 10-14 of 40:
 10: class Settings(BaseSettings):
@@ -207,7 +208,7 @@ def test_the_name_a_question_gives_most_specifically() -> None:
     assert question_name("Which environment variable selects the persistence module?") is None
 
 
-def test_from_rule_revision_5_a_name_with_a_leading_underscore_is_the_question_s_name() -> None:
+def test_with_patch_private_names_a_name_with_a_leading_underscore_is_the_question_s_name() -> None:
     from actors.agent.asks import names_shown, question_name, question_names
 
     private = {
@@ -218,43 +219,43 @@ def test_from_rule_revision_5_a_name_with_a_leading_underscore_is_the_question_s
         "Which method of _Pool.acquire waits?": "_Pool.acquire",
     }
     for question, name in private.items():
-        assert question_name(question, rev(5)) == name
-        assert question_name(question, rev(4)) != name  # runs recorded under revision 4 replay as they ran
-    assert question_name("_TrimmedRelease, which canonicalize_version uses", rev(4)) == "canonicalize_version"
+        assert question_name(question, GROUNDED_PATCHES) == name
+        assert question_name(question, grounded_without("private_names")) != name  # runs recorded without it replay as they ran
+    assert question_name("_TrimmedRelease, which canonicalize_version uses", grounded_without("private_names")) == "canonicalize_version"
     # names without the prefix are found as before
-    assert question_name("What is MAX_RETRIES set to?", rev(5)) == "MAX_RETRIES"
-    assert question_name("Which class does QueueFullError subclass, besides TimeoutError?", rev(5)) == "QueueFullError"
-    assert question_name("Which TypeError does it raise?", rev(5)) is None
-    assert question_names("Does _Pool.acquire call _wait_for?", rev(5)) == ["_Pool.acquire", "_wait_for"]
-    assert not names_shown("What is _MAX_LIMIT?", "1: MAX_LIMIT = 3", rev(5))
-    assert names_shown("What is _MAX_LIMIT?", "1: _MAX_LIMIT = 3", rev(5))
+    assert question_name("What is MAX_RETRIES set to?", GROUNDED_PATCHES) == "MAX_RETRIES"
+    assert question_name("Which class does QueueFullError subclass, besides TimeoutError?", GROUNDED_PATCHES) == "QueueFullError"
+    assert question_name("Which TypeError does it raise?", GROUNDED_PATCHES) is None
+    assert question_names("Does _Pool.acquire call _wait_for?", GROUNDED_PATCHES) == ["_Pool.acquire", "_wait_for"]
+    assert not names_shown("What is _MAX_LIMIT?", "1: MAX_LIMIT = 3", GROUNDED_PATCHES)
+    assert names_shown("What is _MAX_LIMIT?", "1: _MAX_LIMIT = 3", GROUNDED_PATCHES)
 
 
-def test_from_rule_revision_5_an_answer_must_give_something_the_question_does_not() -> None:
+def test_with_patch_restated_an_answer_must_give_something_the_question_does_not() -> None:
     q = "In _LEGACY_MANYLINUX_MAP, which legacy manylinux tag name is the glibc 2.12 version mapped to?"
     line = '    (2, 12): "manylinux2010",'
     restated = "_manylinux.py maps legacy manylinux tag names to glibc 2.12 versions. Evidence: _manylinux.py:211"
-    assert "restates the question" in mismatch(q, restated, line, patches=rev(5))
-    assert mismatch(q, restated, line, patches=rev(4)) is None  # runs under revision 4 replay as they ran
-    assert mismatch(q, "It is mapped to manylinux2010.", line, patches=rev(5)) is None
+    assert "restates the question" in mismatch(q, restated, line, patches=GROUNDED_PATCHES)
+    assert mismatch(q, restated, line, patches=grounded_without("restated")) is None  # runs recorded without it: as they ran
+    assert mismatch(q, "It is mapped to manylinux2010.", line, patches=GROUNDED_PATCHES) is None
     short = "In tags.INTERPRETER_SHORT_NAMES, what short name is the jython interpreter mapped to?"
-    assert mismatch(short, "jy", '    "jython": "jy",', patches=rev(5)) is None
+    assert mismatch(short, "jy", '    "jython": "jy",', patches=GROUNDED_PATCHES) is None
     assert "restates" in mismatch(short, "The jython interpreter is mapped to a short name in INTERPRETER_SHORT_NAMES.",
-                                  '    "jython": "jy",', patches=rev(5))
+                                  '    "jython": "jy",', patches=GROUNDED_PATCHES)
     # a "where" question is answered by a place: no new word needed
-    assert mismatch("Where is _LEGACY_MANYLINUX_MAP defined?", "In _manylinux.py.", "_LEGACY_MANYLINUX_MAP = {", patches=rev(5)) is None
+    assert mismatch("Where is _LEGACY_MANYLINUX_MAP defined?", "In _manylinux.py.", "_LEGACY_MANYLINUX_MAP = {", patches=GROUNDED_PATCHES) is None
 
 
-def test_from_rule_revision_5_which_module_level_function_asks_for_a_name_and_gets_one() -> None:
+def test_with_patches_kind_words_and_names_one_which_module_level_function_asks_for_a_name_and_gets_one() -> None:
     from actors.agent.asks import ask_of
 
     q = "After building the current environment, which module-level function does Marker.evaluate hand the parsed markers to?"
-    assert (ask_of(q, rev(4)), ask_of(q, rev(5))) == ("any", "name")
+    assert (ask_of(q, grounded_without("kind_words")), ask_of(q, GROUNDED_PATCHES)) == ("any", "name")
     prose = "The environment is determined from the current Python process."
-    why = mismatch(q, prose, "        The environment is determined from the current Python process.", strict=True, patches=rev(5))
+    why = mismatch(q, prose, "        The environment is determined from the current Python process.", strict=True, patches=GROUNDED_PATCHES)
     assert why is not None and "asks which function, and your answer names none" in why
     right = "`_evaluate_markers`, with the environment it built."
-    assert mismatch(q, right, "        return _evaluate_markers(", strict=True, patches=rev(5)) is None
+    assert mismatch(q, right, "        return _evaluate_markers(", strict=True, patches=GROUNDED_PATCHES) is None
 
 
 def test_a_value_quoted_through_a_name_is_found_on_the_line_setting_that_name() -> None:
@@ -364,32 +365,32 @@ def test_prose_lines_are_told_from_code_lines() -> None:
     assert [n for n in range(30, 39) if in_prose(lines, n)] == [31, 32, 33, 34]
 
 
-def test_from_rule_revision_1_a_value_quoted_from_a_docstring_is_refused() -> None:
+def test_with_patch_quote_checks_a_value_quoted_from_a_docstring_is_refused() -> None:
     question = "If no persistence module is named in the environment, which module topic does Factory.construct() fall back to?"
     doc = {"source": "pkg/factory.py:32", "quote": "from the environment variable 'PERSISTENCE_MODULE'."}
     code = {"source": "pkg/factory.py:37", "quote": 'or "pkg.popo"'}
     old = check_answer(question, "'PERSISTENCE_MODULE'", doc, [CONSTRUCT], strict=True)
-    assert old.answer is not None  # revision 0 runs replay as they ran
-    refused = check_answer(question, "'PERSISTENCE_MODULE'", doc, [CONSTRUCT], strict=True, patches=rev(1))
+    assert old.answer is not None  # runs recorded without the patch replay as they ran
+    refused = check_answer(question, "'PERSISTENCE_MODULE'", doc, [CONSTRUCT], strict=True, patches=["quote_checks"])
     assert refused.answer is None and "docstring or a comment" in refused.observation
-    right = check_answer(question, "pkg.popo", code, [CONSTRUCT], strict=True, patches=rev(1))
+    right = check_answer(question, "pkg.popo", code, [CONSTRUCT], strict=True, patches=["quote_checks"])
     assert right.answer == 'pkg.popo\n\nEvidence: pkg/factory.py:37: or "pkg.popo"'
 
 
-def test_from_rule_revision_1_an_override_is_quoted_from_its_lines_and_a_wrong_path_is_corrected() -> None:
+def test_with_patch_quote_checks_an_override_is_quoted_from_its_lines_and_a_wrong_path_is_corrected() -> None:
     question = "Which class overrides Store.read so that a missing row raises an error?"
     lookup = [LOOKUP_WITH_OVERRIDES]
     body = {"source": "pkg/base.py:10", "quote": "raise ConflictError(key)"}  # the override's body, the base's path
-    moved = check_answer(question, "SqlStore", body, lookup, strict=True, patches=rev(1))
+    moved = check_answer(question, "SqlStore", body, lookup, strict=True, patches=["quote_checks"])
     assert moved.answer == "SqlStore\n\nEvidence: pkg/sql.py:10: raise ConflictError(key)"
-    unnamed = check_answer(question, "It raises ConflictError", body, lookup, strict=True, patches=rev(1))
+    unnamed = check_answer(question, "It raises ConflictError", body, lookup, strict=True, patches=["quote_checks"])
     assert unnamed.answer is None and "in SqlStore's override" in unnamed.observation and not unnamed.follow
-    assert check_answer(question, "SqlStore", body, lookup, strict=True).answer is None  # revision 0: the path must be right
+    assert check_answer(question, "SqlStore", body, lookup, strict=True).answer is None  # without the patch: the path must be right
     own = {"source": "pkg/base.py:9", "quote": "def read(self, key):"}  # in three files: stays in the cited one
-    base = check_answer(question, "SqlStore", own, lookup, strict=True, patches=rev(1), scope=spans(LOOKUP_WITH_OVERRIDES))
+    base = check_answer(question, "SqlStore", own, lookup, strict=True, patches=["quote_checks"], scope=spans(LOOKUP_WITH_OVERRIDES))
     assert base.answer is None and "not its override" in base.observation
     elsewhere = check_answer(question, "Store", {"source": "pkg/base.py:21", "quote": "return self.path + key"}, lookup,
-                             strict=True, patches=rev(1))
+                             strict=True, patches=["quote_checks"])
     assert elsewhere.answer is None and "not a line of an override" in elsewhere.observation and not elsewhere.follow
 
 
@@ -407,18 +408,18 @@ pkg/track.py, lines 10-19 of 40:
 19:                 sleep_interval_ms * 2, max_sleep_interval_ms"""
 
 
-def test_from_rule_revision_1_a_value_quoted_from_the_wrong_line_takes_the_named_definitions_best_line() -> None:
+def test_with_patch_quote_checks_a_value_quoted_from_the_wrong_line_takes_the_named_definitions_best_line() -> None:
     question = "In Tracker.wait(), the polling sleep interval doubles after each check. What is its upper limit, in milliseconds?"
     wrong_line = {"source": "pkg/track.py:15", "quote": "if self.ready():"}  # no value, no name assigned in view
     scope = spans(WAIT)
-    right = check_answer(question, "800 milliseconds", wrong_line, [WAIT], strict=True, scope=scope, patches=rev(1))
+    right = check_answer(question, "800 milliseconds", wrong_line, [WAIT], strict=True, scope=scope, patches=["quote_checks"])
     assert right.answer == "800 milliseconds\n\nEvidence: pkg/track.py:13: max_sleep_interval_ms = 800.0"
-    guess = check_answer(question, "100 milliseconds", wrong_line, [WAIT], strict=True, scope=scope, patches=rev(1))
+    guess = check_answer(question, "100 milliseconds", wrong_line, [WAIT], strict=True, scope=scope, patches=["quote_checks"])
     assert guess.answer is None  # 100 is on a weaker line: not taken
-    assert check_answer(question, "800 milliseconds", wrong_line, [WAIT], strict=True, scope=scope).answer is None  # revision 0
+    assert check_answer(question, "800 milliseconds", wrong_line, [WAIT], strict=True, scope=scope).answer is None  # without the patch
 
 
-def test_from_rule_revision_1_an_answers_value_must_be_the_quotes_not_one_built_around_it() -> None:
+def test_with_patch_quote_checks_an_answers_value_must_be_the_quotes_not_one_built_around_it() -> None:
     lookup = """class Recorder is defined in pkg/rec.py line 3.
 pkg/rec.py, lines 3-6 of 20:
 3: class Recorder:
@@ -427,16 +428,16 @@ pkg/rec.py, lines 3-6 of 20:
 6:         self.channel = self.table_name"""
     question = "What is the default value of the table_name parameter of Recorder?"
     built = {"source": "pkg/rec.py:5", "quote": 'self.table_name = table_name + "_main"'}
-    refused = check_answer(question, "'events_main'", built, [lookup], strict=True, scope=spans(lookup), patches=rev(1))
+    refused = check_answer(question, "'events_main'", built, [lookup], strict=True, scope=spans(lookup), patches=["quote_checks"])
     assert refused.answer is None and "exactly as the quoted line states it" in refused.observation
     assert check_answer(question, "'events_main'", built, [lookup], strict=True, scope=spans(lookup)).answer is not None
     sig = {"source": "pkg/rec.py:4", "quote": 'def __init__(self, table_name: str = "events"):'}
-    assert check_answer(question, "'events'", sig, [lookup], strict=True, scope=spans(lookup), patches=rev(1)).answer is not None
-    said = check_answer(question, "The recorder's default is 'events'.", sig, [lookup], strict=True, scope=spans(lookup), patches=rev(1))
+    assert check_answer(question, "'events'", sig, [lookup], strict=True, scope=spans(lookup), patches=["quote_checks"]).answer is not None
+    said = check_answer(question, "The recorder's default is 'events'.", sig, [lookup], strict=True, scope=spans(lookup), patches=["quote_checks"])
     assert said.answer is not None  # an apostrophe in prose is not a value
 
 
-# -- rule revision 2 -------------------------------------------------------------------------
+# -- patches all_names_shown and only_where ---------------------------------------------------
 
 
 def test_every_code_name_a_question_gives_without_those_a_longer_one_holds() -> None:
@@ -461,22 +462,22 @@ def test_a_definition_shows_the_question_when_it_holds_every_name_the_question_g
     assert names_shown("Which class runs a projection in a thread?", "anything")  # no names: nothing missing
 
 
-def test_from_rule_revision_2_an_answer_saying_only_where_a_name_is_defined_answers_only_a_where_question() -> None:
+def test_with_patch_only_where_an_answer_saying_only_where_a_name_is_defined_answers_only_a_where_question() -> None:
     shown = ["pkg/config.py, lines 10-12 of 40:\n10: class Settings(BaseSettings):\n11:     timeout = 30\n12:     hint = 400"]
     question = "Which status hint does Settings give an error?"
     args = {"source": "pkg/config.py:12", "quote": "hint = 400"}
     where = "Settings.hint is defined in pkg/config.py line 12."
-    refused = check_answer(question, where, args, shown, patches=rev(2))
+    refused = check_answer(question, where, args, shown, patches=GROUNDED_PATCHES)
     assert refused.answer is None and "only says where a name is defined" in refused.observation
-    assert check_answer(question, where, args, shown, patches=rev(1)).answer is not None  # runs recorded before: as they ran
-    assert check_answer("Where is the status hint of Settings defined?", where, args, shown, patches=rev(2)).answer is not None
-    assert check_answer(question, "Settings gives 400.", args, shown, patches=rev(2)).answer is not None
-    forced = check_answer(question, where, args, shown, patches=rev(2), forced=True)
+    assert check_answer(question, where, args, shown, patches=grounded_without("only_where")).answer is not None  # runs recorded before: as they ran
+    assert check_answer("Where is the status hint of Settings defined?", where, args, shown, patches=GROUNDED_PATCHES).answer is not None
+    assert check_answer(question, "Settings gives 400.", args, shown, patches=GROUNDED_PATCHES).answer is not None
+    forced = check_answer(question, where, args, shown, patches=GROUNDED_PATCHES, forced=True)
     assert forced.answer.startswith(NOT_FOUND)
 
 
 @pytest.mark.parametrize(
-    "question, rule2, rule3",
+    "question, before, with_head_phrase",
     [
         ("Which close code does Session.on_frame send when an incoming message is too large?", "message", "value"),
         ("What KeyError message does Registry.get raise for an unknown name?", "message", "message"),
@@ -488,25 +489,25 @@ def test_from_rule_revision_2_an_answer_saying_only_where_a_name_is_defined_answ
         ("Which method of Pool calls drain?", "name", "name"),
     ],
 )
-def test_rule_3_a_which_what_questions_head_phrase_decides_what_it_asks(question, rule2, rule3):
-    assert ask_of(question, rev(2)) == rule2  # recorded runs of rule revision 2 are judged as they ran
-    assert ask_of(question, rev(3)) == rule3
+def test_with_patch_head_phrase_a_which_what_questions_head_phrase_decides_what_it_asks(question, before, with_head_phrase):
+    assert ask_of(question, grounded_without("head_phrase")) == before  # recorded runs without it are judged as they ran
+    assert ask_of(question, GROUNDED_PATCHES) == with_head_phrase
 
 
-def test_rule_4_a_which_function_answer_names_one_the_question_does_not_give_and_quotes_it():
+def test_with_patch_new_name_a_which_function_answer_names_one_the_question_does_not_give_and_quotes_it():
 
     q = "Reporter.label gets a name from a helper. Which function of the helpers module does it call?"
     line = "def get_callback_name(cb: typing.Callable[..., typing.Any]) -> str:"  # its def line, as before
     right = "It calls `get_callback_name`."
     wrong_name = "It calls `get_fn_name`."
     only_given = "`Reporter.label` calls it."
-    assert mismatch(q, right, line, patches=rev(4)) is None
-    assert "does not show" in mismatch(q, wrong_name, "    def __init__(self, retry_state: 'Reporter') -> None:", patches=rev(4))
-    assert mismatch(q, only_given, "    def label(self):", patches=rev(3)) is None  # as rule 3 judged it
-    assert "names only what the question gives" in mismatch(q, only_given, "    def label(self):", patches=rev(4))
+    assert mismatch(q, right, line, patches=GROUNDED_PATCHES) is None
+    assert "does not show" in mismatch(q, wrong_name, "    def __init__(self, retry_state: 'Reporter') -> None:", patches=GROUNDED_PATCHES)
+    assert mismatch(q, only_given, "    def label(self):", patches=grounded_without("new_name")) is None  # as runs without it were judged
+    assert "names only what the question gives" in mismatch(q, only_given, "    def label(self):", patches=GROUNDED_PATCHES)
     # A question naming the function it asks about elsewhere (a caller): the caller's name is new.
     q2 = "Which method of Conn calls _process_error when reading fails?"
     assert "names only what the question gives" in mismatch(
-        q2, "The method that calls `_process_error` is in `_connection.py`.", "    self._process_error(role)", patches=rev(4)
+        q2, "The method that calls `_process_error` is in `_connection.py`.", "    self._process_error(role)", patches=GROUNDED_PATCHES
     )
-    assert mismatch(q2, "`next_event` calls it.", "    def next_event(self):", patches=rev(4)) is None
+    assert mismatch(q2, "`next_event` calls it.", "    def next_event(self):", patches=GROUNDED_PATCHES) is None

@@ -11,7 +11,6 @@ import pytest
 
 from actors.agent.lookups import NOT_IN_DEFINITION
 from actors.agent.patches import GROUNDED_PATCHES
-from events.agent import revision_patches as rev
 from actors.agent.react import AgentState, ReactAgent, StartAgent
 from actors.runtime.llm.gateway import LlmGateway
 from actors.testing.model import ScriptedProvider
@@ -20,9 +19,10 @@ from actors.runtime.perform import LiveEffects, ReplayEffects, drive, local_invo
 from actors.runtime.shell import ActorShell
 from actors.tools.definitions import FindDefinition
 from actors.tools.files import ReadFile, SearchFiles
-from events.agent import AgentStarted, ToolSpec
+from actors.agent.events import AgentStarted, ToolSpec
 from events.store import EventStore
 from tests.support.fake_llm import step_of
+from tests.support.patch_sets import grounded_without
 
 CLIENT = '''"""The client."""
 
@@ -175,17 +175,17 @@ def test_the_definition_a_question_names_is_read_before_the_first_model_call(tmp
     assert "Looked up for you, the definition of HttpClient:" in user and "self.timeout = 45" in user
 
 
-def test_from_rule_revision_5_a_private_name_is_looked_up_before_the_first_model_call(tmp_path: Path) -> None:
+def test_with_patch_private_names_a_private_name_is_looked_up_before_the_first_model_call(tmp_path: Path) -> None:
     def answers_from_the_note(request: LlmRequest) -> str:
         return _step("Line 2 shows it.", "answer", answer="7", source="limits.py:2", quote="_MAX_PENDING = 7")
 
     question = "How many requests does _MAX_PENDING allow?"
     (tmp_path / "limits.py").write_text('"""Limits."""\n_MAX_PENDING = 7\n')
-    state, events, _, provider = run(tmp_path, answers_from_the_note, lookups=True, question=question, patches=rev(5))
+    state, events, _, provider = run(tmp_path, answers_from_the_note, lookups=True, question=question, patches=list(GROUNDED_PATCHES))
     assert (events[1].action, events[1].args, events[1].auto) == ("find_definition", {"name": "_MAX_PENDING"}, True)
     assert provider.calls == 1 and state.answer.startswith("<answer>7")
-    # a run recorded under revision 4 made no such lookup: its replay does not make one either
-    _, old, _, _ = run(tmp_path, answers_from_the_note, lookups=True, question=question, patches=rev(4), stream="agent:old")
+    # a run recorded without the patch made no such lookup: its replay does not make one either
+    _, old, _, _ = run(tmp_path, answers_from_the_note, lookups=True, question=question, patches=grounded_without("private_names"), stream="agent:old")
     assert not any(e.type_name == "StepDecided" and e.auto for e in old)
 
 
@@ -232,7 +232,7 @@ def test_a_run_with_the_agents_own_lookups_replays_identically_with_no_live_call
     assert [(e.type_name, e.payload()) for e in replayed] == [(e.type_name, e.payload()) for e in original]
 
 
-def test_a_run_under_rule_revision_1_replays_identically_with_no_live_call(tmp_path: Path) -> None:
+def test_a_run_with_only_some_patches_replays_identically_with_no_live_call(tmp_path: Path) -> None:
     calls = []
 
     def unsure(request: LlmRequest) -> str:  # refused "not found" after the lookup, then a search
@@ -243,8 +243,8 @@ def test_a_run_under_rule_revision_1_replays_identically_with_no_live_call(tmp_p
             return _step("Search.", "search_files", query="timeout")
         return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
 
-    _, original, store, _ = run(tmp_path, unsure, lookups=True, patches=rev(1))
-    assert original[0].patches == rev(1) and any(e.type_name == "StepRejected" for e in original)
+    _, original, store, _ = run(tmp_path, unsure, lookups=True, patches=["answer_first", "quote_checks"])
+    assert original[0].patches == ["answer_first", "quote_checks"] and any(e.type_name == "StepRejected" for e in original)
     replay = ActorShell(ReactAgent(), "agent:replay", store, run_id="replay").load()
     replay.handle(ReactAgent().start_command(original[0]))
     (tmp_path / "client.py").unlink()  # nothing is read in a replay
@@ -322,7 +322,7 @@ def test_an_override_answer_quoting_the_named_method_itself_is_sent_to_the_overr
     assert state.answer == "<answer>RetryingClient\n\nEvidence: retry.py:5: def send(self, data):</answer>"
 
 
-# -- rule revision 1: the answer first, from the definition the opening lookup showed -----------------
+# -- patch answer_first: the answer first, from the definition the opening lookup showed ---------------
 
 
 def test_after_the_opening_lookup_the_first_step_may_only_be_the_answer(tmp_path: Path) -> None:
@@ -332,7 +332,7 @@ def test_after_the_opening_lookup_the_first_step_may_only_be_the_answer(tmp_path
         requests.append(request)
         return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
 
-    state, _, _, provider = run(tmp_path, answerer, lookups=True, patches=rev(1))
+    state, _, _, provider = run(tmp_path, answerer, lookups=True, patches=["answer_first"])
     assert provider.calls == 1 and state.answer.startswith("<answer>45")
     assert requests[0].response_schema["properties"]["action"]["enum"] == ["answer"]
     assert "Answer now from the definition above" in str(requests[0].messages[-1]["content"])
@@ -349,7 +349,7 @@ def test_a_not_found_right_after_the_opening_lookup_sends_the_model_searching(tm
             return _step("Search.", "search_files", query="timeout")
         return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
 
-    state, events, _, _ = run(tmp_path, unsure, lookups=True, patches=rev(1))
+    state, events, _, _ = run(tmp_path, unsure, lookups=True, patches=["answer_first"])
     rejected = [e for e in events if e.type_name == "StepRejected"]
     assert [e.observation for e in rejected] == [NOT_IN_DEFINITION]
     assert "search_files" in requests[1].response_schema["properties"]["action"]["enum"]
@@ -364,25 +364,25 @@ def test_no_answer_first_for_a_message_question_or_a_lookup_that_found_nothing(t
             requests.append(request)
             return snippet_answerer(request)
 
-        run(tmp_path, searcher, lookups=True, patches=rev(1), question=question)
+        run(tmp_path, searcher, lookups=True, patches=["answer_first"], question=question)
         assert "search_files" in requests[0].response_schema["properties"]["action"]["enum"], question
 
 
-def test_from_rule_revision_2_no_answer_first_when_the_definition_does_not_show_every_name_asked(tmp_path: Path) -> None:
+def test_with_patch_all_names_shown_no_answer_first_when_the_definition_does_not_show_every_name_asked(tmp_path: Path) -> None:
     question = "Which method of HttpClient calls open_socket?"  # open_socket is not in HttpClient's lines
-    for revision, first_actions in ((1, ["answer"]), (2, None)):
+    for patches, first_actions in ((["answer_first"], ["answer"]), (["answer_first", "all_names_shown"], None)):
         requests: list[LlmRequest] = []
 
         def searcher(request: LlmRequest) -> str:
             requests.append(request)
             return _step("Not here.", "answer", answer="Not found in the code")
 
-        run(tmp_path, searcher, lookups=True, patches=rev(revision), question=question)
+        run(tmp_path, searcher, lookups=True, patches=patches, question=question)
         enum = requests[0].response_schema["properties"]["action"]["enum"]
         if first_actions is None:
-            assert "search_files" in enum, revision
+            assert "search_files" in enum, patches
         else:
-            assert enum == first_actions, revision
+            assert enum == first_actions, patches
 
 
 def test_a_plain_run_reads_the_file_its_goal_names_before_the_first_model_call(tmp_path: Path) -> None:
@@ -408,14 +408,14 @@ def test_a_plain_run_reads_the_file_its_goal_names_before_the_first_model_call(t
     assert old[1].type_name != "StepDecided" and "read_file that file first" not in prompts[-1]
 
 
-def test_rule_revision_zero_runs_ask_for_a_step_as_before(tmp_path: Path) -> None:
+def test_runs_without_patch_answer_first_ask_for_a_step_as_before(tmp_path: Path) -> None:
     requests: list[LlmRequest] = []
 
     def answerer(request: LlmRequest) -> str:
         requests.append(request)
         return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
 
-    run(tmp_path, answerer, lookups=True, patches=rev(0))
+    run(tmp_path, answerer, lookups=True, patches=grounded_without("answer_first"))
     assert "search_files" in requests[0].response_schema["properties"]["action"]["enum"]
     assert "Answer now from the definition above" not in str(requests[0].messages[-1]["content"])
 
@@ -437,7 +437,7 @@ def test_the_overrides_a_lookup_shows_must_be_named_by_the_answer_that_quotes_th
             return _step("Line 5.", "answer", answer="QuietClient", source="retry.py:5", quote="def send(self, data):")
         return _step("Line 5.", "answer", answer="RetryingClient", source="retry.py:5", quote="def send(self, data):")
 
-    state, events, _, _ = run(tmp_path, chooser, lookups=True, patches=rev(1), question=question)
+    state, events, _, _ = run(tmp_path, chooser, lookups=True, patches=["answer_first", "quote_checks"], question=question)
     first = str(requests[0].messages[-1]["content"])
     assert "(override RetryingClient.send):" in first and "return data" in first  # both overrides shown in one lookup
     assert "(override QuietClient.send):" in first
@@ -455,7 +455,7 @@ def test_no_answer_first_when_the_named_class_was_shown_only_in_part(tmp_path: P
         requests.append(request)
         return snippet_answerer(request)
 
-    _, events, _, _ = run(tmp_path, searcher, lookups=True, patches=rev(1), question="Which method of the Big class returns 59?")
+    _, events, _, _ = run(tmp_path, searcher, lookups=True, patches=["answer_first"], question="Which method of the Big class returns 59?")
     assert "more member lines" in events[3].output  # the outline was cut
     assert "search_files" in requests[0].response_schema["properties"]["action"]["enum"]
 
@@ -476,7 +476,7 @@ def test_a_value_quoted_from_a_docstring_is_refused_and_nothing_more_is_looked_u
         return _step("Line 4.", "answer", answer="pkg.popo", source="factory.py:4",
                      quote='return env.get("PERSISTENCE_MODULE") or "pkg.popo"')
 
-    state, events, _, _ = run(tmp_path, docstring_first, lookups=True, patches=rev(1), question=question)
+    state, events, _, _ = run(tmp_path, docstring_first, lookups=True, patches=["quote_checks"], question=question)
     rejected = [e for e in events if e.type_name == "StepRejected"]
     assert len(rejected) == 1 and "docstring or a comment" in rejected[0].observation
     assert [e.args for e in events if e.type_name == "StepDecided"] == [{"name": "Factory.construct"}]  # no lookup after

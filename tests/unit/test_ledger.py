@@ -30,7 +30,7 @@ from actors.runtime.shell import ActorShell
 from actors.runtime.tool_context import ToolContext
 from actors.tasks.runner import prepare, serve, submit
 from actors.tasks.workflow import task_stream
-from events.agent import ToolSpec
+from actors.agent.events import ToolSpec
 from events.effects import LlmCompleted, LlmRequested
 from events.runs import Budget
 from events.store import EventStore

@@ -11,7 +11,7 @@ import pytest
 
 from events import ErrorInfo
 from events.store import EventStore
-from events.agent import StepDecided
+from actors.agent.events import StepDecided
 from events.effects import (
     LlmCompleted,
     LlmFailed,

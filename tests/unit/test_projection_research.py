@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from events import ErrorInfo, Event
 from events.store import EventStore, Recorded
-from events.agent import AgentStarted, AnswerGiven, StepDecided, StepRejected
+from actors.agent.events import AgentStarted, AnswerGiven, StepDecided, StepRejected
 from events.effects import LlmCompleted, LlmRequested, ToolCalled, ToolReturned
 from actors.research.events import (
     IndexingCompleted,

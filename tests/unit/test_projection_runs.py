@@ -13,7 +13,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from events.agent import StepDecided
+from actors.agent.events import StepDecided
 from events.base import Event
 from events.effects import LlmCompleted, LlmRequested
 from events.errors import ErrorInfo

@@ -30,7 +30,7 @@ from actors.runtime.effects import LlmReturned, StopAgent, ToolFinished
 from actors.runtime.run import Complete, Fail, RunLifecycle, RunState, Start, Submit
 from actors.runtime.shell import ActorShell, rebuild
 from events import ErrorInfo, Event
-from events.agent import AgentStarted, AnswerGiven, StepDecided, ToolSpec
+from actors.agent.events import AgentStarted, AnswerGiven, StepDecided, ToolSpec
 from events.base import ENVELOPE_FIELDS
 from events.effects import (
     LlmCompleted,

@@ -13,7 +13,7 @@ from actors.testing.model import ScriptedProvider
 from actors.runtime.llm.types import LlmError, LlmRequest, ReplayDivergence
 from actors.runtime.shell import ActorShell, rebuild
 from actors.tools.files import ReadFile, SearchFiles
-from events.agent import ToolSpec
+from actors.agent.events import ToolSpec
 from events.runs import Budget
 from events.store import EventStore
 from tests.support import fake_llm

@@ -17,7 +17,7 @@ from actors.runtime.function_agent import replay_function_stream
 from actors.testing.runner import _serve
 from actors.runtime.tool_context import ToolContext
 from actors.testing import ScriptedProvider, assert_replays, run_agent
-from events.agent import ToolSpec
+from actors.agent.events import ToolSpec
 from events.runs import Budget
 from events.store import EventStore
 from tests.support import fake_llm, fake_research

@@ -12,7 +12,7 @@ from actors.agent.react import StartAgent
 from actors.runtime.behaviour import Command
 from actors.runtime.wire import WireError, from_wire, to_wire
 from actors.tasks.workflow import ForkWorkflow, StartWorkflow
-from events.agent import ToolSpec
+from actors.agent.events import ToolSpec
 from events.runs import Budget
 from actors.tasks.events import WorkflowForked
 

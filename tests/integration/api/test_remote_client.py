@@ -9,7 +9,7 @@ from actors import Client
 from actors.api.app import create_app
 from actors.runtime.remote import RemoteClient, RemoteError
 from actors.runtime.run import UnknownRun
-from events.agent import AgentStarted
+from actors.agent.events import AgentStarted
 
 from .conftest import TOKENS, Server
 

@@ -1,4 +1,10 @@
-"""What a ReAct agent decides: it starts, chooses steps, has steps rejected, answers or fails."""
+"""What a ReAct agent decides: it starts, chooses steps, has steps rejected, answers or fails.
+
+The agent owns these types: `events` registers only the shared ones, and these register when
+the agent is imported (its plugin, `actors.agent.kind`; or the research and code-question
+workloads that run it). A log naming one of them decodes in a fresh process too, since an
+unknown type name loads the plugins first (`events.registry.on_unknown_type`). Stored type
+names are unchanged by the move from `events/agent.py`."""
 
 from __future__ import annotations
 

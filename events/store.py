@@ -52,9 +52,8 @@ from events.backends import (
     sqlite_reason,
 )
 from events.base import Event
-from events.codec import REQUESTED, decode_event, encode_event, envelope_of, packb, unpackb
+from events.codec import PayloadCodecs, decode_event, encode_event, envelope_of, packb, unpackb
 from events.group_commit import Append, Conflict, GroupCommitter, writer_for
-from events.requests import MissingBase, PackedMessages, RequestChain
 from events.stream_sql import LatestRows, StreamRows, latest_rows, stream_rows
 
 
@@ -102,9 +101,9 @@ class EventStore:
         # The highest version seen per stream. Streams only grow, so a stream known to hold
         # `expected_version` events cannot leave a gap: append may skip its version read.
         self._known: dict[str, int] = {}
-        # Recent LLM requests' bytes, to store the next request of a stream as a delta and
-        # to read deltas (events/requests.py).
-        self.requests = RequestChain()
+        # This store's instances of the registered payload codecs (events/codec.py), e.g.
+        # LLM requests stored as deltas against their stream's previous one.
+        self.codecs = PayloadCodecs(self._stored_at)
         try:
             for attempt in range(_OPEN_ATTEMPTS):
                 try:
@@ -168,11 +167,9 @@ class EventStore:
         """Stamped and encoded here, in the caller's thread (so a bad event fails before
         it joins anyone's batch); checked and written by `append_encoded` (with group
         commit: in a transaction shared with whatever other threads append now)."""
-        stamped, encoded = encode_append(batches, self.requests)
+        stamped, encoded = encode_append(batches, self.codecs)
         positions = self.append_encoded(encoded)
-        for e in stamped:  # durable now: later requests of the stream may be deltas against it
-            if e.type_name == REQUESTED:
-                self.requests.confirm(e.stream_id, [e.version])
+        self.codecs.appended(stamped)  # durable now: later events may be stored against them
         return [Recorded(p, e) for p, e in zip(positions, stamped, strict=True)]
 
     def append_encoded(self, batches: Sequence[tuple[str, int, Sequence[tuple[str, bytes]]]]) -> list[int]:
@@ -267,7 +264,7 @@ class EventStore:
                 rows = self._rows(stream_id, gt, to_version)
         if rows:
             self._saw(stream_id, rows[-1][0])
-        return _decoded(rows, stream_id, self.request_bytes)
+        return _decoded(rows, stream_id, self.codecs)
 
     def stream_version(self, stream_id: str) -> int:
         with self._available():
@@ -408,7 +405,7 @@ class EventStore:
         snap = None if row is None else _snapshot(stream_id, *row)
         if rows:
             self._saw(stream_id, rows[-1][0])
-        return snap, _decoded(rows, stream_id, self.request_bytes)
+        return snap, _decoded(rows, stream_id, self.codecs)
 
     def list_snapshots(
         self, stream_id: str, after_version: int = 0, up_to_version: int | None = None
@@ -448,28 +445,14 @@ class EventStore:
         self.close()
 
     def _decode(self, s: StoredEvent | Notification) -> Event:
-        return decode_event(s.topic, str(s.originator_id), s.originator_version, s.state, self.request_bytes)
+        return decode_event(s.topic, str(s.originator_id), s.originator_version, s.state, self.codecs)
 
-    def request_bytes(self, stream_id: str, version: int, packed: PackedMessages) -> bytes:
-        """The msgpack of the messages of the request at `version` of `stream_id`, stored
-        as `packed`: inflated against its base, read from the stream if not cached."""
-        base = None
-        if packed.base:
-            base = self.requests.known(stream_id, packed.base) or self._request_at(stream_id, packed.base)
-        return self.requests.unpack(stream_id, version, packed, base)
-
-    def _request_at(self, stream_id: str, version: int) -> tuple[bytes, int]:
+    def _stored_at(self, stream_id: str, version: int) -> tuple[str, bytes] | None:
+        """The stored (type_name, bytes) of the event at `version` of `stream_id`: what a
+        payload codec reads, e.g. the base of a request stored as a delta."""
         with self._available():
             found = self.recorder.select_events(stream_id, gt=version - 1 if version > 1 else None, lte=version)
-        if not found or found[0].topic != REQUESTED:
-            raise MissingBase(f"stream {stream_id!r} has no request at version {version}, the base of a later one")
-        packed = unpackb(found[0].state)[6].get("messages")
-        if not isinstance(packed, PackedMessages):
-            raise MissingBase(f"the request at {stream_id}@{version} is not stored as a delta base")
-        self.request_bytes(stream_id, version, packed)
-        known = self.requests.known(stream_id, version)
-        assert known is not None  # request_bytes remembered it
-        return known
+        return (found[0].topic, found[0].state) if found else None
 
     def _open(self, env: dict[str, str]) -> None:
         with creating_tables(env):
@@ -509,20 +492,21 @@ def _snapshot(stream_id: str, version: int, kind: str, state: bytes) -> Snapshot
     return Snapshot(stream_id, version, kind, schema_version, data)
 
 
-def _decoded(rows: list[tuple[int, str, bytes]], stream_id: str, resolve: Any) -> Iterator[Event]:
+def _decoded(rows: list[tuple[int, str, bytes]], stream_id: str, codecs: PayloadCodecs) -> Iterator[Event]:
     for version, topic, state in rows:
-        yield decode_event(topic, stream_id, version, state, resolve)
+        yield decode_event(topic, stream_id, version, state, codecs)
 
 
 def encode_append(
     batches: Sequence[tuple[str, Sequence[Event], int]],
-    requests: RequestChain | None = None,
+    codecs: PayloadCodecs | None = None,
 ) -> tuple[list[Event], list[tuple[str, int, list[tuple[str, bytes]]]]]:
     """Stamp events with their streams and versions and encode them, for
     `EventStore.append_encoded` (in this process or a store writer's): the stamped
     events, and `(stream_id, expected_version, [(type_name, state), ...])` per stream.
-    An event that cannot be encoded fails here, before anything is sent. With `requests`,
-    LLM requests are stored as deltas (confirm them once appended)."""
+    An event that cannot be encoded fails here, before anything is sent. With a store's
+    `codecs`, payloads are stored in their registered codecs' forms (tell `codecs` once
+    appended: `codecs.appended(stamped)`)."""
     stamped: list[Event] = []
     encoded = []
     for stream_id, events, expected_version in batches:
@@ -530,7 +514,7 @@ def encode_append(
             raise ValueError(f"expected_version must be >= 0, not {expected_version}")
         mine = [e.stamp(stream_id=stream_id, version=expected_version + i) for i, e in enumerate(events, start=1)]
         stamped.extend(mine)
-        encoded.append((stream_id, expected_version, [(e.type_name, encode_event(e, requests)) for e in mine]))
+        encoded.append((stream_id, expected_version, [(e.type_name, encode_event(e, codecs)) for e in mine]))
     return stamped, encoded
 
 

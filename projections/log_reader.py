@@ -54,7 +54,7 @@ def read_stored(
         with store._available():
             page = store.recorder.select_notifications(start, limit, stop=head, topics=tuple(types))
         found.extend(
-            StoredRecord(n.id, cast(str, n.originator_id), n.originator_version, n.topic, n.state, store.request_bytes)
+            StoredRecord(n.id, cast(str, n.originator_id), n.originator_version, n.topic, n.state, store.codecs)
             for n in page
             if not streams or n.originator_id in streams
         )
@@ -78,7 +78,7 @@ def read_positions(store: EventStore, views: ViewStore, positions: Collection[in
         for p in wanted:
             with store._available():
                 found.extend(
-                    StoredRecord(n.id, cast(str, n.originator_id), n.originator_version, n.topic, n.state, store.request_bytes)
+                    StoredRecord(n.id, cast(str, n.originator_id), n.originator_version, n.topic, n.state, store.codecs)
                     for n in store.recorder.select_notifications(p, 1, stop=p)
                 )
     return {r.position: r for r in found}
@@ -116,7 +116,7 @@ def _select(views: ViewStore, where: str, params: list[Any], store: EventStore) 
             cur.row_factory = None  # plain tuples
             try:
                 cur.execute(sql, params)
-                resolve = store.request_bytes
+                resolve = store.codecs
                 return [StoredRecord(*row, resolve) for row in cur.fetchall()]  # type: ignore[call-arg]  # row: 5 columns
             finally:
                 cur.close()
@@ -132,5 +132,5 @@ def _select_pg(views: ViewStore, sql: str, params: list[Any], store: EventStore)
         with raw.connection.cursor(row_factory=tuple_row) as cur:
             cur.execute(pg_sql(sql), params, prepare=True)
             rows = cur.fetchall()
-    resolve = store.request_bytes
+    resolve = store.codecs
     return [StoredRecord(n, o, v, t, s if s.__class__ is bytes else bytes(s), resolve) for n, o, v, t, s in rows]

@@ -1,6 +1,7 @@
-"""The event store: one interface over the eventsourcing library's recorders.
+"""The event store: one interface over our recorders (events/recorders/).
 
-Streams are the recorder's originators (text ids), stream versions its originator
+The recorders implement the eventsourcing library's public recorder interface on tables
+of our own: streams are its originators (text ids), stream versions its originator
 versions, the global log its notification sequence, and an event's type name its topic
 (so the recorder filters by type for us). The backend is chosen by URL:
 
@@ -16,6 +17,7 @@ On SQLite and PostgreSQL, appends made at the same time by threads sharing a sto
 group-committed (events/group_commit.py): one transaction for all of them, each with its
 own version check, a conflicting one failing alone. `?group_commit=off` on the URL (or
 CHORUS_GROUP_COMMIT=off) turns it off; then each append is its own recorder transaction.
+The store reaches its recorders only through their public methods.
 """
 
 from __future__ import annotations
@@ -29,9 +31,6 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from eventsourcing.persistence import (
-    AggregateRecorder,
-    ApplicationRecorder,
-    InfrastructureFactory,
     IntegrityError,
     InterfaceError,
     Notification,
@@ -52,9 +51,16 @@ from events.backends import (
     sqlite_reason,
 )
 from events.base import Event
-from events.codec import PayloadCodecs, decode_event, encode_event, envelope_of, packb, unpackb
-from events.group_commit import Append, Conflict, GroupCommitter, writer_for
-from events.stream_sql import LatestRows, StreamRows, latest_rows, stream_rows
+from events.codec import (
+    PayloadCodecs,
+    decode_event,
+    encode_event,
+    envelope_of,
+    packb,
+    unpackb,
+)
+from events.group_commit import Append, Conflict, GroupCommitter, RecorderWriter
+from events.recorders import EventRecorder, SnapshotRecorder, open_recorders
 
 
 class ConcurrencyError(Exception):
@@ -94,10 +100,9 @@ class EventStore:
         self.backend = backend_of(url)
         env = self._env = env_for(url)
         self._group_commit = group_commit_of(url)
-        self.factory: Any = None
+        self.recorder: EventRecorder  # set by _open
+        self.snapshots: SnapshotRecorder
         self.group: GroupCommitter | None = None
-        self._rows: StreamRows | None = None
-        self._latest: LatestRows | None = None
         # The highest version seen per stream. Streams only grow, so a stream known to hold
         # `expected_version` events cannot leave a gap: append may skip its version read.
         self._known: dict[str, int] = {}
@@ -257,11 +262,7 @@ class EventStore:
         again, a fifth of a 10,000-event load). The rows are read at once, here."""
         gt = from_version - 1 if from_version > 1 else None
         with self._available():
-            if self._rows is None:
-                rows = [(s.originator_version, s.topic, s.state)
-                        for s in self.recorder.select_events(stream_id, gt=gt, lte=to_version)]
-            else:
-                rows = self._rows(stream_id, gt, to_version)
+            rows = self.recorder.stream_rows(stream_id, gt, to_version)
         if rows:
             self._saw(stream_id, rows[-1][0])
         return _decoded(rows, stream_id, self.codecs)
@@ -385,10 +386,7 @@ class EventStore:
 
     def load_snapshot(self, stream_id: str, max_version: int | None = None) -> Snapshot | None:
         with self._available():
-            if self.backend == "popo":  # in memory, kept in the order saved: an older snapshot saved
-                found: Sequence[StoredEvent] = _by_version(self.snapshots.select_events(stream_id, lte=max_version))[-1:]  # late came last
-            else:
-                found = self.snapshots.select_events(stream_id, lte=max_version, desc=True, limit=1)
+            found = self.snapshots.select_events(stream_id, lte=max_version, desc=True, limit=1)
         if not found:
             return None
         s = found[0]
@@ -397,11 +395,8 @@ class EventStore:
     def load_latest(self, stream_id: str) -> tuple[Snapshot | None, Iterator[Event]]:
         """The stream's latest snapshot and the events after it (all of them when it has
         none), read together: one round trip on PostgreSQL, one transaction on SQLite."""
-        if self._latest is None:
-            snap = self.load_snapshot(stream_id)
-            return snap, self.iter_stream(stream_id, from_version=snap.version + 1 if snap else 1)
         with self._available():
-            row, rows = self._latest(stream_id)
+            row, rows = self.recorder.latest(stream_id, self.snapshots)
         snap = None if row is None else _snapshot(stream_id, *row)
         if rows:
             self._saw(stream_id, rows[-1][0])
@@ -416,14 +411,14 @@ class EventStore:
             found = self.snapshots.select_events(
                 stream_id, gt=after_version or None, lte=up_to_version
             )
-        return [_snapshot(stream_id, s.originator_version, s.topic, s.state) for s in _by_version(found)]
+        return [_snapshot(stream_id, s.originator_version, s.topic, s.state) for s in found]
 
     # -- housekeeping ------------------------------------------------------------------
 
     def close(self) -> None:
-        close = getattr(self.factory, "close", None)
-        if close is not None:
-            close()
+        recorder = getattr(self, "recorder", None)  # None: the store did not open
+        if recorder is not None:
+            recorder.close()  # the snapshots share its database: this closes both
 
     @contextlib.contextmanager
     def _available(self) -> Iterator[None]:
@@ -456,35 +451,14 @@ class EventStore:
 
     def _open(self, env: dict[str, str]) -> None:
         with creating_tables(env):
-            self.factory = InfrastructureFactory.construct(env=env)
-            # CREATE_TABLE=y: this touches the database now, so an unreachable store
-            # fails here rather than at first use (later failures: see _available).
-            self.recorder: ApplicationRecorder = self.factory.application_recorder()
-            self.snapshots: AggregateRecorder = self.factory.aggregate_recorder("snapshots")
-        if self.backend == "sqlite":
-            self._enable_wal()
-        self._rows = stream_rows(self.backend, self.recorder)
-        self._latest = latest_rows(self.backend, self.recorder, self.snapshots)
-        if self._group_commit:
-            write = writer_for(self.backend, self.recorder)
-            self.group = GroupCommitter(write) if write is not None else None
-
-    def _enable_wal(self) -> None:
-        datastore = getattr(self.factory, "datastore", None)
-        if datastore is None or getattr(datastore, "is_sqlite_memory_mode", False):
-            return
-        with datastore.transaction(commit=True) as c:
-            c.execute("PRAGMA journal_mode")
-            row = c.fetchone()
-            if row is None or str(row[0]).lower() != "wal":  # WAL is a property of the file
-                c.execute("PRAGMA journal_mode=WAL")
+            # This touches the database now, so an unreachable store fails here rather
+            # than at first use (later failures: see _available).
+            self.recorder, self.snapshots = open_recorders(self.backend, env)
+        if self._group_commit and self.backend != "popo":
+            self.group = GroupCommitter(RecorderWriter(self.recorder))
 
 
 _OPEN_ATTEMPTS = 8
-
-
-def _by_version(found: Sequence[StoredEvent]) -> list[StoredEvent]:
-    return sorted(found, key=lambda s: s.originator_version)
 
 
 def _snapshot(stream_id: str, version: int, kind: str, state: bytes) -> Snapshot:

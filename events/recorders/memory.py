@@ -1,6 +1,8 @@
 """The in-memory recorders (`memory://`): Python lists and dicts behind one lock, for
 unit tests and throwaway stores. Each stream keeps its versions sorted, so reading the
-tail after a snapshot costs the tail, not the stream."""
+tail after a snapshot costs the tail, not the stream. Events are kept as plain tuples
+`(position, stream_id, version, topic, state)`; the library's `Notification` and
+`StoredEvent` objects are made only for reads through its interface."""
 
 from __future__ import annotations
 
@@ -65,17 +67,27 @@ class _Streams:
 
 
 def _refuse_duplicates(streams: _Streams, stored: Sequence[StoredEvent]) -> None:
+    if len(stored) == 1:
+        s = stored[0]
+        if streams.has(str(s.originator_id), s.originator_version):
+            raise IntegrityError(f"an event at {s.originator_id}@{s.originator_version} exists already")
+        return
     keys = [(str(s.originator_id), s.originator_version) for s in stored]
     if len(set(keys)) != len(keys) or any(streams.has(*k) for k in keys):
         raise IntegrityError(f"an event at one of {sorted(keys)} exists already")
+
+
+def _notification(r: Record) -> Notification:
+    return Notification(id=r[0], originator_id=r[1], originator_version=r[2], topic=r[3], state=r[4])
 
 
 class MemoryRecorder(EventRecorder):
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._added = threading.Condition(self._lock)
-        self._log: list[Notification] = []  # position p at index p - 1
+        self._log: list[Record] = []  # position p at index p - 1
         self._streams = _Streams()
+        self._waiting = 0  # subscriptions waiting for an insert
 
     # -- the library's interface -------------------------------------------------------
 
@@ -87,12 +99,11 @@ class MemoryRecorder(EventRecorder):
     def _insert(self, stored_events: Sequence[StoredEvent]) -> list[int]:
         positions = []
         for s in stored_events:
-            n = Notification(id=len(self._log) + 1, originator_id=str(s.originator_id),
-                             originator_version=s.originator_version, topic=s.topic, state=s.state)
-            self._log.append(n)
-            self._streams.put(n.originator_id, n.originator_version, n)  # type: ignore[arg-type]
-            positions.append(n.id)
-        if positions:
+            r = (len(self._log) + 1, str(s.originator_id), s.originator_version, s.topic, s.state)
+            self._log.append(r)
+            self._streams.put(r[1], r[2], r)
+            positions.append(r[0])
+        if positions and self._waiting:
             self._added.notify_all()
         return positions
 
@@ -101,7 +112,7 @@ class MemoryRecorder(EventRecorder):
     ) -> Sequence[StoredEvent]:
         with self._lock:
             found = self._streams.select(str(originator_id), gt, lte, desc, limit)
-        return [StoredEvent(n.originator_id, n.originator_version, n.topic, n.state) for n in found]
+        return [StoredEvent(r[1], r[2], r[3], r[4]) for r in found]
 
     def select_notifications(
         self, start: int | None, limit: int, stop: int | None = None, topics: Sequence[str] = (), *, inclusive_of_start: bool = True
@@ -111,9 +122,9 @@ class MemoryRecorder(EventRecorder):
         out: list[Notification] = []
         with self._lock:
             last = len(self._log) if stop is None else min(stop, len(self._log))
-            for n in self._log[max(first, 1) - 1 : last]:
-                if not wanted or n.topic in wanted:
-                    out.append(n)
+            for r in self._log[max(first, 1) - 1 : last]:
+                if not wanted or r[3] in wanted:
+                    out.append(_notification(r))
                     if len(out) == limit:
                         break
         return out
@@ -127,14 +138,18 @@ class MemoryRecorder(EventRecorder):
 
     def _wait(self, timeout: float) -> None:
         with self._added:
-            self._added.wait(timeout)
+            self._waiting += 1
+            try:
+                self._added.wait(timeout)
+            finally:
+                self._waiting -= 1
 
     # -- the store's fast paths ----------------------------------------------------------
 
     def stream_rows(self, stream_id: str, gt: int | None = None, lte: int | None = None) -> list[Row]:
         with self._lock:
             found = self._streams.select(stream_id, gt, lte)
-        return [(n.originator_version, n.topic, n.state) for n in found]
+        return [(r[2], r[3], r[4]) for r in found]
 
     def latest(self, stream_id: str, snapshots: SnapshotRecorder) -> tuple[Row | None, list[Row]]:
         found = snapshots.select_events(stream_id, desc=True, limit=1)
@@ -161,17 +176,16 @@ class MemoryRecorder(EventRecorder):
         wanted, of = set(topics), set(streams)
         out: list[Record] = []
         with self._lock:
-            for n in self._log[max(after, 0) : min(head, len(self._log))]:
-                if (not wanted or n.topic in wanted) and (not of or n.originator_id in of):
-                    out.append((n.id, str(n.originator_id), n.originator_version, n.topic, n.state))
+            for r in self._log[max(after, 0) : min(head, len(self._log))]:
+                if (not wanted or r[3] in wanted) and (not of or r[1] in of):
+                    out.append(r)
                     if len(out) == limit:
                         break
         return out
 
     def records_at(self, positions: Collection[int]) -> list[Record]:
         with self._lock:
-            found = [self._log[p - 1] for p in sorted(set(positions)) if 1 <= p <= len(self._log)]
-        return [(n.id, str(n.originator_id), n.originator_version, n.topic, n.state) for n in found]
+            return [self._log[p - 1] for p in sorted(set(positions)) if 1 <= p <= len(self._log)]
 
 
 class MemorySnapshots(SnapshotRecorder):

@@ -57,11 +57,11 @@ class _Streams:
             return []
         lo = 0 if gt is None else bisect.bisect_right(versions, gt)
         hi = len(versions) if lte is None else bisect.bisect_right(versions, lte)
+        if limit is not None:  # slice only what is asked for: the head of a long stream is one row
+            lo, hi = (max(lo, hi - limit), hi) if desc else (lo, min(hi, lo + limit))
         chosen = versions[lo:hi]
         if desc:
             chosen.reverse()
-        if limit is not None:
-            chosen = chosen[:limit]
         rows = self.rows[stream_id]
         return [rows[v] for v in chosen]
 

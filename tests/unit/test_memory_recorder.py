@@ -48,3 +48,15 @@ def test_a_duplicate_is_refused_whole_and_checked_groups_fail_alone():
     assert [p for p, *_ in r.records(0, 3, 10, topics=["x"])] == [3]
     assert [p for p, *_ in r.records(1, 3, 1)] == [2]
     assert [p for p, *_ in r.records_at([3, 1, 99])] == [1, 3]
+
+
+def test_select_with_a_limit_either_way_is_the_full_selection_cut():
+    r = MemoryRecorder()
+    r.insert_events([ev("a", v) for v in range(1, 9)])
+    for gt in (None, 2):
+        for lte in (None, 6):
+            full = [s.originator_version for s in r.select_events("a", gt=gt, lte=lte)]
+            for limit in (1, 3, 20):
+                assert [s.originator_version for s in r.select_events("a", gt=gt, lte=lte, limit=limit)] == full[:limit]
+                down = [s.originator_version for s in r.select_events("a", gt=gt, lte=lte, desc=True, limit=limit)]
+                assert down == full[::-1][:limit], (gt, lte, limit)

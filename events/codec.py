@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import enum
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from datetime import date, datetime, time, timedelta, timezone
 from decimal import Decimal
 from typing import Any
@@ -32,14 +32,33 @@ from pydantic_core import PydanticSerializationError, to_jsonable_python
 
 from events.base import Event
 from events.registry import resolve, upcast
-from events.requests import MissingBase, PackedMessages, RequestChain, inflate
 
-# Extension type codes are stored in the log: never renumber them, only add.
+# Extension type codes are stored in the log: never renumber them, only add. Codes from
+# 10 on are registered by the modules that own them (`register_ext_type`):
+#   10  an LlmRequested's messages as a delta (events/requests.py)
 _UUID, _DATETIME, _DATE, _TIME, _TIMEDELTA, _DECIMAL, _SET, _FROZENSET, _BIGINT = range(1, 10)
-_PACKED_MESSAGES = 10  # an LlmRequested's messages as a delta (events/requests.py)
+_FIRST_REGISTERED = 10
+_EXT_ENCODERS: dict[type, tuple[int, Callable[[Any], bytes]]] = {}
+_EXT_DECODERS: dict[int, Callable[[bytes], Any]] = {}
+
+
+def register_ext_type(code: int, cls: type, encode: Callable[[Any], bytes], decode: Callable[[bytes], Any]) -> None:
+    """Store instances of `cls` as msgpack extension type `code`: `encode(obj)` gives its
+    bytes, `decode(bytes)` the object back. Codes are stored in the log: a module owns
+    its code for good (registering it again from the same class is a no-op)."""
+    if not _FIRST_REGISTERED <= code <= 127:
+        raise ValueError(f"extension type code must be {_FIRST_REGISTERED}..127, not {code}")
+    taken = next((c for c, (n, _) in _EXT_ENCODERS.items() if n == code), None)
+    if taken is not None and taken.__qualname__ != cls.__qualname__:
+        raise ValueError(f"extension type code {code} is {taken.__qualname__}'s, not {cls.__qualname__}'s")
+    _EXT_ENCODERS[cls] = (code, encode)
+    _EXT_DECODERS[code] = decode
 
 
 def _default(obj: Any) -> Any:
+    registered = _EXT_ENCODERS.get(type(obj))
+    if registered is not None:
+        return msgpack.ExtType(registered[0], registered[1](obj))
     if isinstance(obj, uuid.UUID):
         return msgpack.ExtType(_UUID, obj.bytes)
     if isinstance(obj, datetime):
@@ -106,9 +125,9 @@ def _ext_hook(code: int, data: bytes) -> Any:
         return frozenset(_hashable(x) for x in unpackb(data))
     if code == _BIGINT:
         return int(data)
-    if code == _PACKED_MESSAGES:
-        base, packed = unpackb(data)
-        return PackedMessages(base, packed)
+    registered = _EXT_DECODERS.get(code)
+    if registered is not None:
+        return registered(data)
     return msgpack.ExtType(code, data)
 
 
@@ -144,15 +163,92 @@ def unpackb(data: bytes) -> Any:
 # An event is stored as [schema_version, event_id, run_id, causation_id, command_id,
 # timestamp, payload]. stream_id and version live in the recorder's own columns and the
 # type name in its topic column, so they are not repeated here.
+_PAYLOAD = 6
+
+# (stream_id, version) -> (type_name, payload as stored: before its codec's decode), or None
+StoredPayload = Callable[[str, int], "tuple[str, dict[str, Any]] | None"]
 
 
-def encode_event(event: Event, requests: RequestChain | None = None) -> bytes:
-    """The stored bytes of a stamped event. With `requests`, an `LlmRequested`'s messages
-    are stored as a delta against its stream's previous request (events/requests.py)."""
+class PayloadCodec:
+    """How one event type's payload is stored, plugged in by the module that owns the type
+    (`register_payload_codec`). A store makes one instance and keeps it (state such as a
+    chain of deltas lives in it); a read outside any store gets a fresh one. This base
+    class stores the payload as it is."""
+
+    def encode(self, stream_id: str, version: int, payload: dict[str, Any]) -> dict[str, Any]:
+        """The payload to store for the event at `version` of `stream_id`."""
+        return payload
+
+    def appended(self, stream_id: str, version: int) -> None:
+        """The event at `version` of `stream_id`, encoded by this instance, is durable."""
+
+    def decode(
+        self, stream_id: str, version: int, payload: dict[str, Any], stored: StoredPayload | None
+    ) -> dict[str, Any]:
+        """The payload of the event from its stored form. `stored` reads another event of
+        the store as stored (None outside a store)."""
+        return payload
+
+
+_PAYLOAD_CODECS: dict[str, Callable[[], PayloadCodec]] = {}
+
+
+def register_payload_codec(type_name: str, codec: Callable[[], PayloadCodec]) -> None:
+    """Store `type_name`'s payloads through instances made by `codec` (a PayloadCodec
+    subclass) in stores from now on. One codec per type."""
+    known = _PAYLOAD_CODECS.get(type_name)
+    if known is not None and known.__qualname__ != getattr(codec, "__qualname__", None):
+        raise ValueError(f"{type_name} is stored by {known.__qualname__} already")
+    _PAYLOAD_CODECS[type_name] = codec
+
+
+class PayloadCodecs:
+    """One store's instances of the registered payload codecs. `read(stream_id, version)`
+    gives the stored `(type_name, bytes)` of an event of the store, or None."""
+
+    def __init__(self, read: Callable[[str, int], tuple[str, bytes] | None] | None = None) -> None:
+        self._read = read
+        self._codecs: dict[str, PayloadCodec] = {}
+        self._stored: StoredPayload | None = self._stored_payload if read is not None else None
+
+    def codec(self, type_name: str) -> PayloadCodec | None:
+        """This store's instance of `type_name`'s codec (None: stored as it is)."""
+        codec = self._codecs.get(type_name)
+        if codec is None:
+            make = _PAYLOAD_CODECS.get(type_name)
+            if make is None:
+                return None
+            codec = self._codecs.setdefault(type_name, make())
+        return codec
+
+    def encode(self, event: Event, payload: dict[str, Any]) -> dict[str, Any]:
+        codec = self.codec(event.type_name)
+        return payload if codec is None else codec.encode(event.stream_id, event.version, payload)
+
+    def appended(self, events: Iterable[Event]) -> None:
+        """`events` (encoded here) are durable."""
+        for e in events:
+            codec = self._codecs.get(e.type_name)
+            if codec is not None:
+                codec.appended(e.stream_id, e.version)
+
+    def decode(self, type_name: str, stream_id: str, version: int, payload: dict[str, Any]) -> dict[str, Any]:
+        codec = self.codec(type_name)
+        return payload if codec is None else codec.decode(stream_id, version, payload, self._stored)
+
+    def _stored_payload(self, stream_id: str, version: int) -> tuple[str, dict[str, Any]] | None:
+        assert self._read is not None
+        found = self._read(stream_id, version)
+        return None if found is None else (found[0], unpackb(found[1])[_PAYLOAD])
+
+
+def encode_event(event: Event, codecs: PayloadCodecs | None = None) -> bytes:
+    """The stored bytes of a stamped event. With a store's `codecs`, a payload whose type
+    registered a codec is stored in its form (an LlmRequested's messages as a delta
+    against its stream's previous request: events/requests.py); without, as it is."""
     payload = event.payload()
-    if requests is not None and event.type_name == REQUESTED:
-        packed = requests.pack(event.stream_id, event.version, packb(payload["messages"]))
-        payload["messages"] = msgpack.ExtType(_PACKED_MESSAGES, packb([packed.base, packed.data]))
+    if codecs is not None:
+        payload = codecs.encode(event, payload)
     return packb(
         [
             event.schema_version,
@@ -166,30 +262,14 @@ def encode_event(event: Event, requests: RequestChain | None = None) -> bytes:
     )
 
 
-REQUESTED = "LlmRequested"
-# (stream_id, version, packed) -> the msgpack of that request's messages
-RequestResolver = Callable[[str, int, PackedMessages], bytes]
-
-
-def unpack_request(stream_id: str, version: int, packed: PackedMessages, resolve: RequestResolver | None) -> Any:
-    """The messages of a request stored as `packed`. A delta needs `resolve` (the store's,
-    which finds its base); a self-contained one does not."""
-    if resolve is not None:
-        return unpackb(resolve(stream_id, version, packed))
-    if packed.base:
-        raise MissingBase(
-            f"the request at {stream_id}@{version} is stored as a delta against version "
-            f"{packed.base}: read it through the event store"
-        )
-    return unpackb(inflate(packed.data, None))
-
-
 def decode_event(
-    type_name: str, stream_id: str, version: int, data: bytes, requests: RequestResolver | None = None
+    type_name: str, stream_id: str, version: int, data: bytes, codecs: PayloadCodecs | None = None
 ) -> Event:
+    """The event stored as `data`. A payload with a registered codec is decoded by the
+    store's `codecs` (outside a store by a fresh instance, which cannot read other events)."""
     schema_version, event_id, run_id, causation_id, command_id, ts, payload = unpackb(data)
-    if type_name == REQUESTED and isinstance(payload.get("messages"), PackedMessages):
-        payload["messages"] = unpack_request(stream_id, version, payload["messages"], requests)
+    if type_name in _PAYLOAD_CODECS:
+        payload = (codecs if codecs is not None else PayloadCodecs()).decode(type_name, stream_id, version, payload)
     cls = resolve(type_name)
     if schema_version != cls.schema_version:
         payload = upcast(type_name, schema_version, payload)

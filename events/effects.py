@@ -9,8 +9,10 @@ from __future__ import annotations
 from typing import Any
 
 from events.base import Event
+from events.codec import register_payload_codec
 from events.errors import ErrorInfo
 from events.registry import event_type, upcaster
+from events.requests import RequestDeltas
 
 
 @event_type("LlmRequested")
@@ -21,6 +23,10 @@ class LlmRequested(Event):
     response_schema: dict[str, Any] | None = None
     request_hash: str
     call_index: int  # 1-based count of LLM calls in this stream
+
+
+# Stored as a delta against the stream's previous request (events/requests.py).
+register_payload_codec("LlmRequested", RequestDeltas)
 
 
 @event_type("LlmCompleted", version=2)  # v2: the retries before the answer are recorded

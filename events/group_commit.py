@@ -8,10 +8,9 @@ by one, not all at once); the others wait as followers, and the first still queu
 it finishes is handed the lead for the next batch.
 
 A lone append whose writer knows its stream has no gap (the store has seen the version it
-expects) needs no version check: the unique key catches a stream that moved on. On SQLite
-it goes through the library recorder's own transaction, exactly as without group commit;
-on PostgreSQL through a plain insert in the batch writer's one round trip (the library's
-recorder takes two), so a single writer pays only the queue's few microseconds.
+expects) needs no version check: the unique key catches a stream that moved on. It goes
+through the recorder's plain insert, exactly as without group commit, so a single writer
+pays only the queue's few microseconds.
 
 Each append keeps its own optimistic-concurrency check, made inside the transaction
 while the table lock is held (so it is exact): every stream it names must stand at the
@@ -24,28 +23,24 @@ If the batch's transaction fails for another reason (a value the database refuse
 lost connection), it is rolled back whole and each append is retried on its own, so a
 bad append fails alone and no batch writes half of itself.
 
-The planning (`plan`, `judge`) is pure; the two writers (`PostgresBatchWriter`,
-`SQLiteBatchWriter`) are the only code that talks to a database.
+The planning (`plan`) is pure; the writer (`RecorderWriter`) talks to the
+database only through the recorder's public methods (events/recorders/): on PostgreSQL
+each transaction is one round trip, its lock, NOTIFY and insert pipelined.
 """
 
 from __future__ import annotations
 
-import sqlite3
 import threading
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, cast
+from typing import Any
 
 from eventsourcing.persistence import (
-    DatabaseError,
-    DataError,
     IntegrityError,
     InterfaceError,
-    InternalError,
     OperationalError,
     PersistenceError,
-    ProgrammingError,
     StoredEvent,
 )
 
@@ -109,42 +104,6 @@ def plan(queue: Sequence[Append], max_batch: int) -> tuple[list[Append], list[Ap
         else:
             later.append(a)
     return batch, later
-
-
-def judge(batch: Sequence[Append], current: dict[str, int]) -> tuple[list[Append], list[tuple[Append, Conflict]]]:
-    """Which appends pass their check against the streams' `current` versions (a stream
-    missing from `current` has no events)."""
-    passed: list[Append] = []
-    failed: list[tuple[Append, Conflict]] = []
-    for a in batch:
-        for stream_id, expected, _ in a.items:
-            if current.get(stream_id, 0) != expected:
-                failed.append((a, Conflict(stream_id, expected)))
-                break
-        else:
-            passed.append(a)
-    return passed, failed
-
-
-def settle(batch: Sequence[Append], inserted: dict[tuple[str, int], int]) -> None:
-    """Give each append its positions from the rows the transaction inserted, or a
-    Conflict if none of its rows went in (the database judged it)."""
-    for a in batch:
-        if a.done:
-            continue
-        stored = a.stored()
-        positions = [inserted.get((str(s.originator_id), s.originator_version)) for s in stored]
-        if all(p is not None for p in positions):
-            a.positions = positions  # type: ignore[assignment]
-        elif not any(p is not None for p in positions):
-            stream_id, expected, _ = next(
-                (s, v, ev) for s, v, ev in a.items
-                if ev and any(inserted.get((str(e.originator_id), e.originator_version)) is None for e in ev)
-            )
-            a.error = Conflict(stream_id, expected)
-        else:  # cannot happen: one INSERT statement inserts all of its rows or none
-            a.error = PersistenceError("group commit inserted part of an append")
-        a.done = True
 
 
 # -- the leader/follower queue ----------------------------------------------------------------
@@ -217,7 +176,7 @@ class GroupCommitter:
         self.appends += len(batch)
         try:
             write_isolating(self.write, batch)
-        except BaseException as e:  # noqa: BLE001  (KeyboardInterrupt too: nobody may hang)
+        except BaseException as e:
             for a in batch:
                 if not a.done:
                     a.error, a.done = _copy(e), True
@@ -269,213 +228,43 @@ def _copy(e: BaseException) -> BaseException:
     return copy
 
 
-# -- writers -------------------------------------------------------------------------------------
+# -- the writer ------------------------------------------------------------------------------
 
 
-class PostgresBatchWriter:
-    """One transaction per batch, in ONE round trip: BEGIN, the library's table lock and
-    NOTIFY, a single INSERT, and COMMIT go out pipelined and are answered together (the
-    library's recorder waits twice: for its insert, then for its commit). The INSERT's own
-    subquery checks every append's expected versions (under the lock, so exactly) and
-    leaves out the appends that fail it; a lone append whose writer knows its stream has
-    no gap skips that check (the unique key catches a stream that moved on)."""
+class RecorderWriter:
+    """Writes a batch through the recorder's public methods (events/recorders/): ONE
+    transaction for the whole batch, each append checked in it (`append_checked`); a
+    lone append whose writer knows its streams have no gap goes in as a plain insert
+    (`insert_events`: the unique key catches a stream that moved on), so a single
+    writer pays nothing for the check."""
 
     def __init__(self, recorder: Any) -> None:
-        from psycopg.sql import SQL, Identifier  # lazily: only PostgreSQL needs the driver
-
         self.recorder = recorder
-        self.datastore = recorder.datastore
-        table = SQL("{0}.{1}").format(Identifier(self.datastore.schema), Identifier(recorder.events_table_name))
-        self.begin, self.commit, self.rollback = SQL("BEGIN"), SQL("COMMIT"), SQL("ROLLBACK")
-        # Planning the insert costs more than running it (~0.5 ms against ~0.3 ms for one
-        # event): keep the prepared statement's generic plan, for this transaction only.
-        self.lock_statements = [SQL("SET LOCAL plan_cache_mode = force_generic_plan"), *recorder.lock_table_statements]
-        self.notify = SQL("NOTIFY {0}").format(Identifier(recorder.channel_name))
-        self.insert = SQL(
-            "WITH req AS ("
-            " SELECT * FROM unnest(%s::int[], %s::text[], %s::bigint[]) AS r(grp, originator_id, expected)"
-            "), bad AS ("
-            " SELECT DISTINCT r.grp FROM req r WHERE r.expected <> coalesce(("
-            "  SELECT t.originator_version FROM {table} t WHERE t.originator_id = r.originator_id"
-            "  ORDER BY t.originator_version DESC LIMIT 1), 0)"
-            "), ev AS ("
-            " SELECT * FROM unnest(%s::int[], %s::text[], %s::bigint[], %s::text[], %s::bytea[])"
-            " WITH ORDINALITY AS e(grp, originator_id, originator_version, topic, state, n)"
-            ") INSERT INTO {table} (originator_id, originator_version, topic, state)"
-            " SELECT originator_id, originator_version, topic, state FROM ev"
-            " WHERE grp NOT IN (SELECT grp FROM bad) ORDER BY n"
-            " RETURNING originator_id, originator_version, notification_id"
-        ).format(table=table)
-        self.insert_known = SQL(
-            "INSERT INTO {table} (originator_id, originator_version, topic, state)"
-            " SELECT originator_id, originator_version, topic, state"
-            " FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::bytea[]) WITH ORDINALITY"
-            " AS e(originator_id, originator_version, topic, state, n) ORDER BY n"
-            " RETURNING originator_id, originator_version, notification_id"
-        ).format(table=table)
 
     def __call__(self, batch: list[Append]) -> None:
         if len(batch) == 1 and batch[0].known:
-            retrying(self._write_known, batch)
+            retrying(self._alone, batch)
         else:
             retrying(self._write, batch)
 
-    def _write_known(self, batch: list[Append]) -> None:
-        [a] = batch
-        stored = a.stored()
-        params = (
-            [str(s.originator_id) for s in stored], [s.originator_version for s in stored],
-            [s.topic for s in stored], [s.state for s in stored],
-        )  # fmt: skip
+    def _alone(self, batch: list[Append]) -> None:
+        [append] = batch
         try:
-            rows = self._transact(self.insert_known, params)
-        except IntegrityError as e:  # a stream moved on: which one, the database does not say
-            a.error = Conflict(a.items[0][0], a.items[0][1]) if len(a.items) == 1 else e
-            a.done = True
+            positions = self.recorder.insert_events(append.stored())
+        except IntegrityError as e:
+            if len(append.items) == 1:
+                append.error = Conflict(append.items[0][0], append.items[0][1])
+            else:  # which of its streams moved on, the database does not say
+                append.error = e
+            append.done = True
             return
-        settle(batch, {(r["originator_id"], r["originator_version"]): r["notification_id"] for r in rows})
+        append.positions, append.done = list(positions), True
 
     def _write(self, batch: list[Append]) -> None:
-        rgrp: list[int] = []
-        rids: list[str] = []
-        rexp: list[int] = []
-        egrp: list[int] = []
-        eids: list[str] = []
-        evers: list[int] = []
-        topics: list[str] = []
-        states: list[bytes] = []
-        for g, a in enumerate(batch):
-            for stream_id, expected, events in a.items:
-                rgrp.append(g)
-                rids.append(stream_id)
-                rexp.append(expected)
-                for s in events:
-                    egrp.append(g)
-                    eids.append(str(s.originator_id))
-                    evers.append(s.originator_version)
-                    topics.append(s.topic)
-                    states.append(s.state)
-        rows = self._transact(self.insert, (rgrp, rids, rexp, egrp, eids, evers, topics, states))
-        settle(batch, {(r["originator_id"], r["originator_version"]): r["notification_id"] for r in rows})
-
-    def _transact(self, insert: Any, params: Sequence[Any]) -> list[Any]:
-        """BEGIN, lock, NOTIFY, `insert`, COMMIT in one pipelined round trip; the inserted
-        rows. A statement that fails makes the server skip the rest (COMMIT too): the
-        transaction is rolled back and the error raised (as the library's, by
-        `get_connection`)."""
-        from psycopg.pq import TransactionStatus
-
-        exc: BaseException | None = None
-        rows: list[Any] = []
-        with self.datastore.get_connection() as conn:
-            with conn.pipeline() as pipeline, conn.cursor() as head, conn.cursor() as body:
-                head.execute(self.begin)
-                for statement in self.lock_statements:
-                    head.execute(statement, prepare=True)
-                head.execute(self.notify)
-                body.execute(insert, params, prepare=True)
-                head.execute(self.commit)
-                try:
-                    pipeline.sync()  # the one round trip; errors surface here
-                    rows = body.fetchall()
-                except Exception as e:  # noqa: BLE001  (re-raised below, outside the pipeline)
-                    exc = e
-            if exc is not None:
-                if not conn.closed and conn.info.transaction_status != TransactionStatus.IDLE:
-                    conn.execute(self.rollback)  # the failed transaction is still open: end it
-                raise exc
-        return rows
-
-
-class SQLiteBatchWriter:
-    """One `BEGIN IMMEDIATE` transaction per batch on the library's writer connection:
-    read each stream's version, insert the appends that pass, commit once."""
-
-    def __init__(self, recorder: Any) -> None:
-        self.recorder = recorder
-        self.datastore = recorder.datastore
-        table = recorder.events_table_name
-        self.select_version = (
-            f"SELECT originator_version FROM {table} WHERE originator_id=? "
-            "ORDER BY originator_version DESC LIMIT 1"
-        )
-        self.insert = f"INSERT INTO {table} VALUES (?,?,?,?)"
-
-    def __call__(self, batch: list[Append]) -> None:
-        if len(batch) == 1 and batch[0].known:
-            alone(self.recorder, batch[0])
-        else:
-            retrying(self._write, batch)
-
-    def _write(self, batch: list[Append]) -> None:
-        try:
-            with self.datastore.get_connection(commit=True) as conn:
-                raw: sqlite3.Connection = conn._sqlite_conn
-                raw.execute("BEGIN IMMEDIATE")
-                try:
-                    current: dict[str, int] = {}
-                    for a in batch:
-                        for stream_id, _, _ in a.items:
-                            row = raw.execute(self.select_version, (stream_id,)).fetchone()
-                            current[stream_id] = row[0] if row else 0
-                    passed, failed = judge(batch, current)
-                    inserted: list[tuple[Append, list[int]]] = []
-                    for a in passed:
-                        positions: list[int] = []
-                        for s in a.stored():
-                            cur = raw.execute(
-                                self.insert, (str(s.originator_id), s.originator_version, s.topic, s.state)
-                            )
-                            positions.append(cast(int, cur.lastrowid))  # an INSERT's rowid
-                        inserted.append((a, positions))
-                    raw.execute("COMMIT")
-                except BaseException:
-                    if raw.in_transaction:
-                        raw.execute("ROLLBACK")
-                    raise
-        except sqlite3.Error as e:
-            raise _sqlite_error(e) from e
-        for a, conflict in failed:
-            a.error, a.done = conflict, True
-        for a, positions in inserted:
-            a.positions, a.done = positions, True
-
-
-def alone(recorder: Any, append: Append) -> None:
-    """A lone append whose writer knows its streams have no gap: exactly what an append
-    without group commit does (the recorder's transaction; its unique key catches a
-    stream that moved on), so a single writer is never slower."""
-    try:
-        positions = recorder.insert_events(append.stored())
-    except IntegrityError as e:
-        if len(append.items) == 1:
-            append.error = Conflict(append.items[0][0], append.items[0][1])
-        else:  # which of its streams moved on, the database does not say
-            append.error = e
-        append.done = True
-        return
-    append.positions, append.done = list(positions), True
-
-
-def _sqlite_error(e: sqlite3.Error) -> PersistenceError:
-    for theirs, ours in (
-        (sqlite3.IntegrityError, IntegrityError),
-        (sqlite3.OperationalError, OperationalError),
-        (sqlite3.InterfaceError, InterfaceError),
-        (sqlite3.DataError, DataError),
-        (sqlite3.InternalError, InternalError),
-        (sqlite3.ProgrammingError, ProgrammingError),
-        (sqlite3.DatabaseError, DatabaseError),
-    ):
-        if isinstance(e, theirs):
-            return ours(str(e))
-    return PersistenceError(str(e))
-
-
-def writer_for(backend: str, recorder: Any) -> Callable[[list[Append]], None] | None:
-    """The batch writer for a backend's application recorder, or None (memory)."""
-    if backend == "postgres":
-        return PostgresBatchWriter(recorder)
-    if backend == "sqlite":
-        return SQLiteBatchWriter(recorder)
-    return None
+        outcomes = self.recorder.append_checked([a.items for a in batch])
+        for a, outcome in zip(batch, outcomes, strict=True):
+            if isinstance(outcome, tuple):
+                a.error = Conflict(*outcome)
+            else:
+                a.positions = outcome
+            a.done = True

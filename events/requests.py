@@ -16,6 +16,10 @@ the store differ. Reading a delta needs its base's bytes, which `EventStore` fin
 the stream (and caches, so reading a stream in order costs one inflate per request).
 Logs written before this keep their requests inline and read as they always did.
 
+`RequestDeltas` is the payload codec events/effects.py registers for `LlmRequested`
+(`events.codec.register_payload_codec`); the store knows no event type. The stored form
+is msgpack extension type 10: `[base, data]`.
+
 Pure: zlib and a dict (behind a lock, for threads sharing a store), no I/O.
 """
 
@@ -25,6 +29,9 @@ import threading
 import zlib
 from collections import OrderedDict
 from dataclasses import dataclass
+from typing import Any
+
+from events.codec import PayloadCodec, StoredPayload, packb, register_ext_type, unpackb
 
 # A chain is at most this long before a self-contained request starts a new one: reading
 # one request at random then inflates at most this many.
@@ -42,6 +49,11 @@ class PackedMessages:
 
     base: int
     data: bytes
+
+
+register_ext_type(
+    10, PackedMessages, lambda p: packb([p.base, p.data]), lambda data: PackedMessages(*unpackb(data))
+)
 
 
 class MissingBase(ValueError):
@@ -131,3 +143,53 @@ class RequestChain:
         raw = inflate(packed.data, base[0] if packed.base and base else None)
         self.saw(stream_id, version, raw, base[1] + 1 if packed.base and base else 0)
         return raw
+
+
+class RequestDeltas(PayloadCodec):
+    """An LLM request's `messages` stored as a delta against its stream's previous request
+    (one instance per store: its chain caches recent requests)."""
+
+    def __init__(self) -> None:
+        self.chain = RequestChain()
+
+    def encode(self, stream_id: str, version: int, payload: dict[str, Any]) -> dict[str, Any]:
+        payload["messages"] = self.chain.pack(stream_id, version, packb(payload["messages"]))
+        return payload
+
+    def appended(self, stream_id: str, version: int) -> None:
+        self.chain.confirm(stream_id, [version])
+
+    def decode(
+        self, stream_id: str, version: int, payload: dict[str, Any], stored: StoredPayload | None
+    ) -> dict[str, Any]:
+        packed = payload.get("messages")
+        if isinstance(packed, PackedMessages):  # else stored inline, before deltas
+            payload["messages"] = unpackb(self.raw(stream_id, version, packed, stored))
+        return payload
+
+    def raw(self, stream_id: str, version: int, packed: PackedMessages, stored: StoredPayload | None) -> bytes:
+        """The msgpack of the messages of the request at `version`, stored as `packed`:
+        inflated against its base (cached, else read through `stored`)."""
+        base = None
+        if packed.base:
+            base = self.chain.known(stream_id, packed.base)
+            if base is None:
+                if stored is None:
+                    raise MissingBase(
+                        f"the request at {stream_id}@{version} is stored as a delta against version "
+                        f"{packed.base}: read it through the event store"
+                    )
+                base = self._base(stream_id, packed.base, stored)
+        return self.chain.unpack(stream_id, version, packed, base)
+
+    def _base(self, stream_id: str, version: int, stored: StoredPayload) -> tuple[bytes, int]:
+        found = stored(stream_id, version)
+        if found is None or found[0] != "LlmRequested":
+            raise MissingBase(f"stream {stream_id!r} has no request at version {version}, the base of a later one")
+        packed = found[1].get("messages")
+        if not isinstance(packed, PackedMessages):
+            raise MissingBase(f"the request at {stream_id}@{version} is not stored as a delta base")
+        self.raw(stream_id, version, packed, stored)
+        known = self.chain.known(stream_id, version)
+        assert known is not None  # raw remembered it
+        return known

@@ -1,6 +1,7 @@
-"""The event store: one interface over the eventsourcing library's recorders.
+"""The event store: one interface over our recorders (events/recorders/).
 
-Streams are the recorder's originators (text ids), stream versions its originator
+The recorders implement the eventsourcing library's public recorder interface on tables
+of our own: streams are its originators (text ids), stream versions its originator
 versions, the global log its notification sequence, and an event's type name its topic
 (so the recorder filters by type for us). The backend is chosen by URL:
 
@@ -16,6 +17,7 @@ On SQLite and PostgreSQL, appends made at the same time by threads sharing a sto
 group-committed (events/group_commit.py): one transaction for all of them, each with its
 own version check, a conflicting one failing alone. `?group_commit=off` on the URL (or
 CHORUS_GROUP_COMMIT=off) turns it off; then each append is its own recorder transaction.
+The store reaches its recorders only through their public methods.
 """
 
 from __future__ import annotations
@@ -29,9 +31,6 @@ from dataclasses import dataclass
 from typing import Any, NamedTuple
 
 from eventsourcing.persistence import (
-    AggregateRecorder,
-    ApplicationRecorder,
-    InfrastructureFactory,
     IntegrityError,
     InterfaceError,
     Notification,
@@ -52,10 +51,16 @@ from events.backends import (
     sqlite_reason,
 )
 from events.base import Event
-from events.codec import REQUESTED, decode_event, encode_event, envelope_of, packb, unpackb
-from events.group_commit import Append, Conflict, GroupCommitter, writer_for
-from events.requests import MissingBase, PackedMessages, RequestChain
-from events.stream_sql import LatestRows, StreamRows, latest_rows, stream_rows
+from events.codec import (
+    PayloadCodecs,
+    decode_event,
+    encode_event,
+    envelope_of,
+    packb,
+    unpackb,
+)
+from events.group_commit import Append, Conflict, GroupCommitter, RecorderWriter
+from events.recorders import EventRecorder, SnapshotRecorder, open_recorders
 
 
 class ConcurrencyError(Exception):
@@ -95,16 +100,15 @@ class EventStore:
         self.backend = backend_of(url)
         env = self._env = env_for(url)
         self._group_commit = group_commit_of(url)
-        self.factory: Any = None
+        self.recorder: EventRecorder  # set by _open
+        self.snapshots: SnapshotRecorder
         self.group: GroupCommitter | None = None
-        self._rows: StreamRows | None = None
-        self._latest: LatestRows | None = None
         # The highest version seen per stream. Streams only grow, so a stream known to hold
         # `expected_version` events cannot leave a gap: append may skip its version read.
         self._known: dict[str, int] = {}
-        # Recent LLM requests' bytes, to store the next request of a stream as a delta and
-        # to read deltas (events/requests.py).
-        self.requests = RequestChain()
+        # This store's instances of the registered payload codecs (events/codec.py), e.g.
+        # LLM requests stored as deltas against their stream's previous one.
+        self.codecs = PayloadCodecs(self._stored_at)
         try:
             for attempt in range(_OPEN_ATTEMPTS):
                 try:
@@ -168,11 +172,9 @@ class EventStore:
         """Stamped and encoded here, in the caller's thread (so a bad event fails before
         it joins anyone's batch); checked and written by `append_encoded` (with group
         commit: in a transaction shared with whatever other threads append now)."""
-        stamped, encoded = encode_append(batches, self.requests)
+        stamped, encoded = encode_append(batches, self.codecs)
         positions = self.append_encoded(encoded)
-        for e in stamped:  # durable now: later requests of the stream may be deltas against it
-            if e.type_name == REQUESTED:
-                self.requests.confirm(e.stream_id, [e.version])
+        self.codecs.appended(stamped)  # durable now: later events may be stored against them
         return [Recorded(p, e) for p, e in zip(positions, stamped, strict=True)]
 
     def append_encoded(self, batches: Sequence[tuple[str, int, Sequence[tuple[str, bytes]]]]) -> list[int]:
@@ -260,14 +262,10 @@ class EventStore:
         again, a fifth of a 10,000-event load). The rows are read at once, here."""
         gt = from_version - 1 if from_version > 1 else None
         with self._available():
-            if self._rows is None:
-                rows = [(s.originator_version, s.topic, s.state)
-                        for s in self.recorder.select_events(stream_id, gt=gt, lte=to_version)]
-            else:
-                rows = self._rows(stream_id, gt, to_version)
+            rows = self.recorder.stream_rows(stream_id, gt, to_version)
         if rows:
             self._saw(stream_id, rows[-1][0])
-        return _decoded(rows, stream_id, self.request_bytes)
+        return _decoded(rows, stream_id, self.codecs)
 
     def stream_version(self, stream_id: str) -> int:
         with self._available():
@@ -388,10 +386,7 @@ class EventStore:
 
     def load_snapshot(self, stream_id: str, max_version: int | None = None) -> Snapshot | None:
         with self._available():
-            if self.backend == "popo":  # in memory, kept in the order saved: an older snapshot saved
-                found: Sequence[StoredEvent] = _by_version(self.snapshots.select_events(stream_id, lte=max_version))[-1:]  # late came last
-            else:
-                found = self.snapshots.select_events(stream_id, lte=max_version, desc=True, limit=1)
+            found = self.snapshots.select_events(stream_id, lte=max_version, desc=True, limit=1)
         if not found:
             return None
         s = found[0]
@@ -400,15 +395,12 @@ class EventStore:
     def load_latest(self, stream_id: str) -> tuple[Snapshot | None, Iterator[Event]]:
         """The stream's latest snapshot and the events after it (all of them when it has
         none), read together: one round trip on PostgreSQL, one transaction on SQLite."""
-        if self._latest is None:
-            snap = self.load_snapshot(stream_id)
-            return snap, self.iter_stream(stream_id, from_version=snap.version + 1 if snap else 1)
         with self._available():
-            row, rows = self._latest(stream_id)
+            row, rows = self.recorder.latest(stream_id, self.snapshots)
         snap = None if row is None else _snapshot(stream_id, *row)
         if rows:
             self._saw(stream_id, rows[-1][0])
-        return snap, _decoded(rows, stream_id, self.request_bytes)
+        return snap, _decoded(rows, stream_id, self.codecs)
 
     def list_snapshots(
         self, stream_id: str, after_version: int = 0, up_to_version: int | None = None
@@ -419,14 +411,14 @@ class EventStore:
             found = self.snapshots.select_events(
                 stream_id, gt=after_version or None, lte=up_to_version
             )
-        return [_snapshot(stream_id, s.originator_version, s.topic, s.state) for s in _by_version(found)]
+        return [_snapshot(stream_id, s.originator_version, s.topic, s.state) for s in found]
 
     # -- housekeeping ------------------------------------------------------------------
 
     def close(self) -> None:
-        close = getattr(self.factory, "close", None)
-        if close is not None:
-            close()
+        recorder = getattr(self, "recorder", None)  # None: the store did not open
+        if recorder is not None:
+            recorder.close()  # the snapshots share its database: this closes both
 
     @contextlib.contextmanager
     def _available(self) -> Iterator[None]:
@@ -448,60 +440,25 @@ class EventStore:
         self.close()
 
     def _decode(self, s: StoredEvent | Notification) -> Event:
-        return decode_event(s.topic, str(s.originator_id), s.originator_version, s.state, self.request_bytes)
+        return decode_event(s.topic, str(s.originator_id), s.originator_version, s.state, self.codecs)
 
-    def request_bytes(self, stream_id: str, version: int, packed: PackedMessages) -> bytes:
-        """The msgpack of the messages of the request at `version` of `stream_id`, stored
-        as `packed`: inflated against its base, read from the stream if not cached."""
-        base = None
-        if packed.base:
-            base = self.requests.known(stream_id, packed.base) or self._request_at(stream_id, packed.base)
-        return self.requests.unpack(stream_id, version, packed, base)
-
-    def _request_at(self, stream_id: str, version: int) -> tuple[bytes, int]:
+    def _stored_at(self, stream_id: str, version: int) -> tuple[str, bytes] | None:
+        """The stored (type_name, bytes) of the event at `version` of `stream_id`: what a
+        payload codec reads, e.g. the base of a request stored as a delta."""
         with self._available():
             found = self.recorder.select_events(stream_id, gt=version - 1 if version > 1 else None, lte=version)
-        if not found or found[0].topic != REQUESTED:
-            raise MissingBase(f"stream {stream_id!r} has no request at version {version}, the base of a later one")
-        packed = unpackb(found[0].state)[6].get("messages")
-        if not isinstance(packed, PackedMessages):
-            raise MissingBase(f"the request at {stream_id}@{version} is not stored as a delta base")
-        self.request_bytes(stream_id, version, packed)
-        known = self.requests.known(stream_id, version)
-        assert known is not None  # request_bytes remembered it
-        return known
+        return (found[0].topic, found[0].state) if found else None
 
     def _open(self, env: dict[str, str]) -> None:
         with creating_tables(env):
-            self.factory = InfrastructureFactory.construct(env=env)
-            # CREATE_TABLE=y: this touches the database now, so an unreachable store
-            # fails here rather than at first use (later failures: see _available).
-            self.recorder: ApplicationRecorder = self.factory.application_recorder()
-            self.snapshots: AggregateRecorder = self.factory.aggregate_recorder("snapshots")
-        if self.backend == "sqlite":
-            self._enable_wal()
-        self._rows = stream_rows(self.backend, self.recorder)
-        self._latest = latest_rows(self.backend, self.recorder, self.snapshots)
-        if self._group_commit:
-            write = writer_for(self.backend, self.recorder)
-            self.group = GroupCommitter(write) if write is not None else None
-
-    def _enable_wal(self) -> None:
-        datastore = getattr(self.factory, "datastore", None)
-        if datastore is None or getattr(datastore, "is_sqlite_memory_mode", False):
-            return
-        with datastore.transaction(commit=True) as c:
-            c.execute("PRAGMA journal_mode")
-            row = c.fetchone()
-            if row is None or str(row[0]).lower() != "wal":  # WAL is a property of the file
-                c.execute("PRAGMA journal_mode=WAL")
+            # This touches the database now, so an unreachable store fails here rather
+            # than at first use (later failures: see _available).
+            self.recorder, self.snapshots = open_recorders(self.backend, env)
+        if self._group_commit and self.backend != "popo":
+            self.group = GroupCommitter(RecorderWriter(self.recorder))
 
 
 _OPEN_ATTEMPTS = 8
-
-
-def _by_version(found: Sequence[StoredEvent]) -> list[StoredEvent]:
-    return sorted(found, key=lambda s: s.originator_version)
 
 
 def _snapshot(stream_id: str, version: int, kind: str, state: bytes) -> Snapshot:
@@ -509,20 +466,21 @@ def _snapshot(stream_id: str, version: int, kind: str, state: bytes) -> Snapshot
     return Snapshot(stream_id, version, kind, schema_version, data)
 
 
-def _decoded(rows: list[tuple[int, str, bytes]], stream_id: str, resolve: Any) -> Iterator[Event]:
+def _decoded(rows: list[tuple[int, str, bytes]], stream_id: str, codecs: PayloadCodecs) -> Iterator[Event]:
     for version, topic, state in rows:
-        yield decode_event(topic, stream_id, version, state, resolve)
+        yield decode_event(topic, stream_id, version, state, codecs)
 
 
 def encode_append(
     batches: Sequence[tuple[str, Sequence[Event], int]],
-    requests: RequestChain | None = None,
+    codecs: PayloadCodecs | None = None,
 ) -> tuple[list[Event], list[tuple[str, int, list[tuple[str, bytes]]]]]:
     """Stamp events with their streams and versions and encode them, for
     `EventStore.append_encoded` (in this process or a store writer's): the stamped
     events, and `(stream_id, expected_version, [(type_name, state), ...])` per stream.
-    An event that cannot be encoded fails here, before anything is sent. With `requests`,
-    LLM requests are stored as deltas (confirm them once appended)."""
+    An event that cannot be encoded fails here, before anything is sent. With a store's
+    `codecs`, payloads are stored in their registered codecs' forms (tell `codecs` once
+    appended: `codecs.appended(stamped)`)."""
     stamped: list[Event] = []
     encoded = []
     for stream_id, events, expected_version in batches:
@@ -530,7 +488,7 @@ def encode_append(
             raise ValueError(f"expected_version must be >= 0, not {expected_version}")
         mine = [e.stamp(stream_id=stream_id, version=expected_version + i) for i, e in enumerate(events, start=1)]
         stamped.extend(mine)
-        encoded.append((stream_id, expected_version, [(e.type_name, encode_event(e, requests)) for e in mine]))
+        encoded.append((stream_id, expected_version, [(e.type_name, encode_event(e, codecs)) for e in mine]))
     return stamped, encoded
 
 

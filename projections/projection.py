@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
 
-from events.codec import RequestResolver, decode_event, unpackb
+from events.codec import PayloadCodecs, decode_event, unpackb
 
 if TYPE_CHECKING:
     from events.base import Event
@@ -52,7 +52,7 @@ class StoredRecord:
     `event` the typed event (upcast and validated, as `EventStore` reads give it).
     """
 
-    __slots__ = ("position", "stream_id", "version", "type_name", "state", "requests", "_event")
+    __slots__ = ("position", "stream_id", "version", "type_name", "state", "codecs", "_event")
 
     def __init__(
         self,
@@ -61,20 +61,20 @@ class StoredRecord:
         version: int,
         type_name: str,
         state: bytes,
-        requests: RequestResolver | None = None,
+        codecs: PayloadCodecs | None = None,
     ) -> None:
         self.position = position
         self.stream_id = stream_id
         self.version = version
         self.type_name = type_name
         self.state = state
-        self.requests = requests  # the store's, to read requests stored as deltas
+        self.codecs = codecs  # the store's, to read payloads stored by a codec (requests as deltas)
         self._event: Event | None = None
 
     @property
     def event(self) -> Event:
         if self._event is None:
-            self._event = decode_event(self.type_name, self.stream_id, self.version, self.state, self.requests)
+            self._event = decode_event(self.type_name, self.stream_id, self.version, self.state, self.codecs)
         return self._event
 
     def unpacked(self) -> list[Any]:

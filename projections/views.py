@@ -6,8 +6,8 @@ notification_id)`), written by its own `SQLiteTrackingRecorder` /
 IntegrityError). As its process recorders do for events, we call its `_insert_tracking`
 on the cursor of a transaction that also holds the view writes, so both commit together.
 
-    sqlite:///PATH      the store's file, through the store's own connection pool
-    postgresql://...    the store's database and schema (?schema=), same pool
+    sqlite:///PATH      the store's file, through connections of the views' own
+    postgresql://...    the store's database and schema (?schema=), a pool of the views' own
     memory://           an in-memory SQLite database per EventStore object, so that
                         projections are the same SQL everywhere and unit tests need no file
 
@@ -17,8 +17,9 @@ read snapshot taken before a write can fail at once with "database is locked"). 
 runners on one projection therefore serialize, and a runner whose expected position
 moved underneath it (another runner, a rebuild) rolls back and re-reads.
 
-Views in the store's own database read stored events with SQL on the recorder's table
-(`projections.log_reader`, through `log_table`).
+The views open the library's tracking recorder on a datastore of their own (the library's
+public factory on the store's settings); they read stored events through the store's
+recorder (`projections.log_reader`).
 """
 
 from __future__ import annotations
@@ -30,10 +31,15 @@ import weakref
 from collections.abc import Iterator, Sequence
 from typing import Any
 
-from eventsourcing.persistence import InterfaceError, OperationalError, Tracking
+from eventsourcing.persistence import (
+    InfrastructureFactory,
+    InterfaceError,
+    OperationalError,
+    Tracking,
+)
 from eventsourcing.sqlite import SQLiteDatastore, SQLiteTrackingRecorder
 
-from events.backends import one_line, redact
+from events.backends import creating_tables, env_for, one_line, redact
 from events.store import EventStore, StoreUnavailable
 
 SCHEMAS_TABLE = "projection_schemas"
@@ -159,19 +165,18 @@ def pg_sql(sql: str) -> str:
 class ViewStore:
     """The views' database: transactions, tracked positions and view schema versions."""
 
-    def __init__(self, recorder: Any, dialect: str, url: str, *, owns_datastore: bool) -> None:
+    def __init__(self, recorder: Any, dialect: str, url: str, *, owns_datastore: bool, factory: Any = None) -> None:
         self.recorder = recorder  # SQLiteViewRecorder | PostgresViewRecorder
         self.dialect = dialect
         self.url = url
         self._owns_datastore = owns_datastore
+        self._factory = factory  # the library's, when these views opened their own
         if dialect == "postgres":
             self.tracking_table = recorder.tracking_table_name
             self.schema = recorder.datastore.schema
         else:
             self.tracking_table = "tracking"
             self.schema = ""
-        # The store's events table, when it is in this database (`log_reader`); set by for_store.
-        self.log_table: str | None = None
         self._store: weakref.ref[EventStore] | None = None  # set by for_store; weak, as _VIEWS is
 
     @property
@@ -198,17 +203,16 @@ class ViewStore:
                 recorder = SQLiteViewRecorder(datastore)
                 recorder.create_table()
                 return cls(recorder, "sqlite", store.url, owns_datastore=True)
-            table = store.recorder.events_table_name  # type: ignore[attr-defined]  # SQLite's and PostgreSQL's recorders
+            # The library's tracking recorder on a datastore of its own (its public
+            # factory, on the store's settings): the store's recorders are ours.
+            env = {**env_for(store.url), "POSTGRES_POOL_SIZE": "1"}  # views use one connection at a time
+            factory = InfrastructureFactory.construct(env=env)
             if store.backend == "sqlite":
-                recorder = store.factory.tracking_recorder(SQLiteViewRecorder)
-                views = cls(recorder, "sqlite", store.url, owns_datastore=False)
-                views.log_table = _quoted(table)
-                return views
-            with _pg_creating_tables(store.factory.datastore):
-                recorder = store.factory.tracking_recorder(_postgres_view_recorder())
-            views = cls(recorder, "postgres", store.url, owns_datastore=False)
-            views.log_table = _pg_name(store.factory.datastore.schema, table)
-            return views
+                return cls(factory.tracking_recorder(SQLiteViewRecorder), "sqlite", store.url,
+                           owns_datastore=True, factory=factory)
+            with creating_tables(env):
+                tracking = factory.tracking_recorder(_postgres_view_recorder())
+            return cls(tracking, "postgres", store.url, owns_datastore=True, factory=factory)
         except (OperationalError, InterfaceError) as e:
             raise StoreUnavailable(
                 f"cannot open views in {redact(store.url)}: {one_line(e)}"
@@ -351,7 +355,9 @@ class ViewStore:
         return out
 
     def close(self) -> None:
-        if self._owns_datastore:
+        if self._factory is not None:
+            self._factory.close()
+        elif self._owns_datastore:
             self.recorder.datastore.close()
 
 
@@ -361,28 +367,6 @@ _VIEWS: weakref.WeakKeyDictionary[EventStore, ViewStore] = weakref.WeakKeyDictio
 _SQLITE_OUTAGE = ("unable to open", "locked", "disk i/o", "readonly", "read-only", "busy", "closed")
 
 
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _pg_name(schema: str, name: str) -> str:
-    return f"{_quoted(schema)}.{_quoted(name)}" if schema else _quoted(name)
-
-
 def _sqlite_unavailable(e: BaseException) -> bool:
     text = str(e).lower()
     return any(word in text for word in _SQLITE_OUTAGE)
-
-
-@contextlib.contextmanager
-def _pg_creating_tables(datastore: Any) -> Iterator[None]:
-    """One process at a time creates tables in a schema (the store takes the same lock):
-    concurrent CREATE TABLE IF NOT EXISTS can fail with a duplicate key in pg_type.
-    """
-    key = f"chorus.create_tables:{datastore.schema or 'public'}"
-    with datastore.get_connection() as conn:
-        conn.execute("SELECT pg_advisory_lock(hashtext(%s))", (key,))
-        try:
-            yield
-        finally:
-            conn.execute("SELECT pg_advisory_unlock(hashtext(%s))", (key,))

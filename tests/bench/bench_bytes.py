@@ -184,7 +184,7 @@ def run_chorus(steps: int, workdir: Path, snapshot_every: int = 100) -> dict[str
         )
 
     events, event_bytes = blob_bytes(
-        path, "SELECT count(*), sum(length(state)) FROM stored_events"
+        path, "SELECT count(*), sum(length(state)) FROM chorus_events"
     )
     snaps, snap_bytes = blob_bytes(
         path, "SELECT count(*), sum(length(state)) FROM stored_snapshots"
@@ -193,7 +193,7 @@ def run_chorus(steps: int, workdir: Path, snapshot_every: int = 100) -> dict[str
         by_type = {
             t: [int(n), int(b)]
             for t, n, b in c.execute(
-                "SELECT topic, count(*), sum(length(state)) FROM stored_events GROUP BY topic"
+                "SELECT topic, count(*), sum(length(state)) FROM chorus_events GROUP BY topic"
             )
         }
     # The prompt text the requests record (what a reader gets back), whatever its stored form.

@@ -144,9 +144,11 @@ def analyze(store: EventStore) -> None:
     plans) fetch and sort the whole range before the LIMIT, which made the raw read's
     time swing by 2x depending on what had run on the pool's connections before."""
     if store.backend == "postgres":
-        datastore = store.factory.datastore
-        with datastore.transaction(commit=True) as c:
-            c.execute(f'ANALYZE "{datastore.schema}"."{store.recorder.events_table_name}"')
+        from psycopg import sql
+
+        db = store.recorder.db  # events/recorders/postgres.py
+        with db.pool.connection() as conn:
+            conn.execute(sql.SQL("ANALYZE {0}").format(db.table))
 
 
 class TypedAudit(AuditProjection):

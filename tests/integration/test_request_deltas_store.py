@@ -57,7 +57,7 @@ def test_the_stored_requests_are_a_fraction_of_the_inline_form(sqlite_url):
     inline = sum(len(encode_event(e.stamp(stream_id=STREAM, version=1))) for n in range(1, 41) for e in step(n)[:1])
     path = sqlite_url.removeprefix("sqlite:///")
     with sqlite3.connect(path) as db:
-        (stored,) = db.execute("SELECT sum(length(state)) FROM stored_events WHERE topic = 'LlmRequested'").fetchone()
+        (stored,) = db.execute("SELECT sum(length(state)) FROM chorus_events WHERE topic = 'LlmRequested'").fetchone()
     assert stored * 4 < inline
 
 

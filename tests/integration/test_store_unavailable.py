@@ -120,14 +120,11 @@ def test_every_operation_reports_a_lost_database_as_unavailable(
     def boom(*args, **kwargs):
         raise error("server closed the connection unexpectedly\n\tThis probably means...")
 
-    for recorder in (store.recorder, store.snapshots):
-        for name in ("insert_events", "select_events", "select_notifications", "max_notification_id"):
+    for recorder in (store.recorder, store.snapshots):  # every public method of the recorders
+        for name in ("insert_events", "select_events", "select_notifications", "max_notification_id",
+                     "stream_rows", "latest", "append_checked", "records", "records_at"):
             if hasattr(recorder, name):
                 monkeypatch.setattr(recorder, name, boom)
-    if store._rows is not None:  # streams are read by SQL of our own, not select_events
-        monkeypatch.setattr(store, "_rows", boom)
-    if store._latest is not None:  # and an actor's snapshot with its tail
-        monkeypatch.setattr(store, "_latest", boom)
     if store.group is not None:  # group commit writes through its own batch writer
         monkeypatch.setattr(store.group, "write", boom)
         monkeypatch.setattr("events.group_commit._RETRY_WAIT", 0)

@@ -17,7 +17,17 @@ from hypothesis import strategies as st
 from pydantic import BaseModel, ConfigDict
 
 from events import Event, event_type
-from events.codec import decode_event, encode_event, envelope_of, packb, unpackb
+from events.codec import (
+    PayloadCodec,
+    PayloadCodecs,
+    decode_event,
+    encode_event,
+    envelope_of,
+    packb,
+    register_ext_type,
+    register_payload_codec,
+    unpackb,
+)
 
 
 class Color(enum.Enum):
@@ -350,3 +360,79 @@ def test_codec_cannot_pass_eventsourcings_transcoder_test_case():
         assert name in msgpack_failed and json_bytes in msgpack_failed[name]
     # tuples: the case wants JSON bytes for them too
     assert "tuple_as_list" in msgpack_failed["test_tuple"]
+
+
+# -- payload codecs and extension types registered by the owner of an event type ---------
+
+
+@event_type("test.codec.Shouted")
+class Shouted(Event):
+    text: str
+
+
+class Upper:
+    """A value stored as its own extension type."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+
+
+class Shouting(PayloadCodec):
+    """Stores `text` as an Upper; remembers what was appended; decodes against the
+    previous event of the stream as stored."""
+
+    def __init__(self) -> None:
+        self.appended_at: list[tuple[str, int]] = []
+
+    def encode(self, stream_id: str, version: int, payload: dict[str, Any]) -> dict[str, Any]:
+        return {**payload, "text": Upper(payload["text"])}
+
+    def appended(self, stream_id: str, version: int) -> None:
+        self.appended_at.append((stream_id, version))
+
+    def decode(self, stream_id, version, payload, stored):
+        before = stored(stream_id, version - 1) if stored is not None and version > 1 else None
+        prefix = f"{before[0]}:{before[1]['text'].text}>" if before else ""
+        text = payload["text"]  # stored as it is when encoded outside a store
+        return {**payload, "text": prefix + (text.text.lower() if isinstance(text, Upper) else text)}
+
+
+register_ext_type(99, Upper, lambda u: u.text.upper().encode(), lambda data: Upper(data.decode()))
+register_payload_codec("test.codec.Shouted", Shouting)
+
+
+def test_a_registered_payload_codec_stores_and_reads_its_type_through_the_store_hooks():
+    first, second = (Shouted(text=t, run_id="r").stamp(stream_id="s", version=v) for t, v in (("hi", 1), ("Yo", 2)))
+    codecs = PayloadCodecs()
+    data = [encode_event(e, codecs) for e in (first, second)]
+    assert b"YO" in data[1] and b"Yo" not in data[1]  # stored in the codec's form
+    codecs.appended([first, second])
+    shouting = codecs.codec("test.codec.Shouted")
+    assert isinstance(shouting, Shouting) and shouting.appended_at == [("s", 1), ("s", 2)]
+    reading = PayloadCodecs(lambda s, v: ("test.codec.Shouted", data[v - 1]))
+    assert decode_event("test.codec.Shouted", "s", 2, data[1], reading).text == "test.codec.Shouted:HI>yo"
+    assert decode_event("test.codec.Shouted", "s", 2, data[1]).text == "yo"  # outside a store: no reads
+    assert encode_event(first) != data[0] and decode_event("test.codec.Shouted", "s", 1, encode_event(first)).text == "hi"
+
+
+@event_type("test.codec.Plain")
+class Plain(Event):
+    text: str
+
+
+def test_an_unregistered_type_is_stored_as_it_is_with_or_without_codecs():
+    e = Plain(text="hi", run_id="r").stamp(stream_id="s", version=1)
+    codecs = PayloadCodecs()
+    assert encode_event(e, codecs) == encode_event(e) and codecs.codec("test.codec.Plain") is None
+
+
+def test_extension_type_codes_are_owned_for_good():
+    with pytest.raises(ValueError, match="must be 10..127, not 3"):
+        register_ext_type(3, Upper, bytes, bytes)
+    with pytest.raises(ValueError, match="code 99 is Upper's, not Inner's"):
+        register_ext_type(99, Inner, bytes, bytes)
+    with pytest.raises(ValueError, match="code 10 is PackedMessages's"):
+        register_ext_type(10, Inner, bytes, bytes)
+    with pytest.raises(ValueError, match="LlmRequested is stored by RequestDeltas already"):
+        register_payload_codec("LlmRequested", Shouting)
+    register_ext_type(99, Upper, lambda u: u.text.upper().encode(), lambda data: Upper(data.decode()))  # again: a no-op

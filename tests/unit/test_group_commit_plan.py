@@ -6,16 +6,20 @@ from __future__ import annotations
 import threading
 
 import pytest
-from eventsourcing.persistence import DataError, OperationalError, StoredEvent
+from eventsourcing.persistence import (
+    DataError,
+    IntegrityError,
+    OperationalError,
+    StoredEvent,
+)
 
 from events.group_commit import (
     Append,
     Conflict,
     GroupCommitter,
-    judge,
+    RecorderWriter,
     plan,
     retrying,
-    settle,
     write_isolating,
 )
 
@@ -44,21 +48,54 @@ def test_plan_defers_a_multi_stream_append_that_overlaps_and_respects_max_batch(
     assert later == [many, c]
 
 
-def test_judge_fails_an_append_whose_any_stream_is_elsewhere():
-    ok = one("s1", 2)
-    new = one("fresh", 0)
-    gap = one("s2", 5)
+class FakeRecorder:
+    """A recorder's two write methods, over a dict of stream heads."""
+
+    def __init__(self, heads: dict[str, int]) -> None:
+        self.heads = heads
+        self.position = 0
+        self.calls: list[str] = []
+
+    def _put(self, events) -> list[int]:
+        out = []
+        for e in events:
+            self.heads[e.originator_id] = e.originator_version
+            self.position += 1
+            out.append(self.position)
+        return out
+
+    def insert_events(self, stored):
+        self.calls.append("insert")
+        if any(self.heads.get(e.originator_id, 0) >= e.originator_version for e in stored):
+            raise IntegrityError("unique key")
+        return self._put(stored)
+
+    def append_checked(self, groups):
+        self.calls.append("checked")
+        out = []
+        for g in groups:
+            failed = next(((s, x) for s, x, _ in g if self.heads.get(s, 0) != x), None)
+            out.append(failed or self._put([e for _, _, ev_ in g for e in ev_]))
+        return out
+
+
+def test_the_writer_gives_each_append_its_positions_or_its_own_conflict():
+    ok, new, gap = one("s1", 2, n=2), one("fresh", 0), one("s2", 5)
     stale = Append([("s1x", 0, [ev("s1x", 1)]), ("s2x", 1, [ev("s2x", 2)])])
-    passed, failed = judge([ok, new, gap, stale], {"s1": 2, "s2": 3, "s1x": 0, "s2x": 4})
-    assert passed == [ok, new]
-    assert [(a, c.stream_id, c.expected_version) for a, c in failed] == [(gap, "s2", 5), (stale, "s2x", 1)]
+    recorder = FakeRecorder({"s1": 2, "s2": 3, "s1x": 0, "s2x": 4})
+    RecorderWriter(recorder)([ok, new, gap, stale])
+    assert recorder.calls == ["checked"]
+    assert (ok.positions, new.positions) == ([1, 2], [3]) and all(a.done for a in (ok, new, gap, stale))
+    assert [(a.error.stream_id, a.error.expected_version) for a in (gap, stale)] == [("s2", 5), ("s2x", 1)]
 
 
-def test_settle_gives_positions_or_a_conflict():
-    a, b = one("s1", 0, n=2), one("s2", 3)
-    settle([a, b], {("s1", 1): 7, ("s1", 2): 8})
-    assert a.positions == [7, 8] and a.error is None and a.done
-    assert isinstance(b.error, Conflict) and b.error.stream_id == "s2" and b.done
+def test_a_lone_known_append_is_a_plain_insert_and_a_moved_stream_its_conflict():
+    recorder = FakeRecorder({"s1": 3})
+    fresh, moved = Append(one("s2", 0).items, known=True), Append(one("s1", 2).items, known=True)
+    RecorderWriter(recorder)([fresh])
+    RecorderWriter(recorder)([moved])
+    assert recorder.calls == ["insert", "insert"] and fresh.positions == [1]
+    assert isinstance(moved.error, Conflict) and moved.error.expected_version == 2 and moved.positions is None
 
 
 def test_write_isolating_retries_each_append_alone_when_the_batch_fails():

@@ -1,13 +1,13 @@
 """LLM requests stored as deltas against their stream's previous request (events/requests.py,
-events/codec.py): pure, no store."""
+plugged into events/codec.py as LlmRequested's payload codec): pure, no store."""
 
 from __future__ import annotations
 
 import pytest
 
-from events.codec import decode_event, encode_event, packb
-from events.effects import LlmRequested
-from events.requests import MissingBase, PackedMessages, RequestChain, deflate, inflate
+from events.codec import PayloadCodecs, decode_event, encode_event, packb
+from events.effects import LlmCompleted, LlmRequested
+from events.requests import MissingBase, RequestChain, RequestDeltas, deflate, inflate
 
 SYSTEM = "You are a careful agent. " + " ".join(f"Tool {i}: reads things of kind {i}." for i in range(60))
 
@@ -28,29 +28,30 @@ def request(step: int, version: int) -> LlmRequested:
     ).stamp(stream_id="agent-1", version=version)
 
 
+def codecs_with(chain: RequestChain, stored: dict[int, bytes] | None = None) -> PayloadCodecs:
+    """A store's codecs, as the store makes them, reading other events from `stored`
+    (version -> bytes), with `chain` as the request codec's chain."""
+    codecs = PayloadCodecs(None if stored is None else lambda _s, v: ("LlmRequested", stored[v]) if v in stored else None)
+    codec = codecs.codec("LlmRequested")
+    assert isinstance(codec, RequestDeltas)  # what events/effects.py registered
+    codec.chain = chain
+    return codecs
+
+
 def write(chain: RequestChain, steps: int) -> list[tuple[int, bytes]]:
-    """Encode `steps` requests at versions 5, 10, 15, ... (other events between), confirming each."""
+    """Encode `steps` requests at versions 5, 10, 15, ... (other events between), each appended."""
+    codecs = codecs_with(chain)
     out = []
     for step in range(1, steps + 1):
         e = request(step, 5 * step)
-        out.append((e.version, encode_event(e, chain)))
-        chain.confirm("agent-1", [e.version])
+        out.append((e.version, encode_event(e, codecs)))
+        codecs.appended([e])
     return out
 
 
-def reader(chain: RequestChain, stored: dict[int, bytes]):
-    """A resolver like the store's: bases from `chain`, else decoded from `stored`."""
-
-    def resolve(stream_id: str, version: int, packed: PackedMessages) -> bytes:
-        base = None
-        if packed.base:
-            base = chain.known(stream_id, packed.base)
-            if base is None:
-                decode_event("LlmRequested", stream_id, packed.base, stored[packed.base], resolve)
-                base = chain.known(stream_id, packed.base)
-        return chain.unpack(stream_id, version, packed, base)
-
-    return resolve
+def reader(chain: RequestChain, stored: dict[int, bytes]) -> PayloadCodecs:
+    """A store's codecs: bases from `chain`, else read from `stored`."""
+    return codecs_with(chain, stored)
 
 
 def test_deflate_against_a_base_stores_only_what_is_new():
@@ -85,12 +86,12 @@ def decode_event_base(data: bytes) -> int:
 
 
 def test_an_unconfirmed_append_is_never_a_base():
-    chain = RequestChain()
+    codecs = codecs_with(RequestChain())
     first = request(1, 1)
-    encode_event(first, chain)
-    chain.confirm("agent-1", [1])
-    encode_event(request(2, 2), chain)  # its append failed: not confirmed
-    third = encode_event(request(3, 2), chain)  # the retry at the same version
+    encode_event(first, codecs)
+    codecs.appended([first])
+    encode_event(request(2, 2), codecs)  # its append failed: not confirmed
+    third = encode_event(request(3, 2), codecs)  # the retry at the same version
     assert decode_event_base(third) == 1
 
 
@@ -121,3 +122,11 @@ def test_the_cache_is_bounded():
     for v in range(1, 8):
         chain.saw("s", v, b"x", 0)
     assert [v for v in range(1, 8) if chain.known("s", v)] == [5, 6, 7]
+
+
+def test_a_base_that_is_not_a_request_is_refused_plainly():
+    stored = dict(write(RequestChain(), 2))
+    completed = LlmCompleted(request_hash="h", call_index=1, content="x", run_id="r").stamp(stream_id="agent-1", version=5)
+    codecs = PayloadCodecs(lambda _s, v: ("LlmCompleted", encode_event(completed)) if v == 5 else None)
+    with pytest.raises(MissingBase, match="has no request at version 5, the base of a later one"):
+        decode_event("LlmRequested", "agent-1", 10, stored[10], codecs)

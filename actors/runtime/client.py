@@ -15,7 +15,6 @@ be PostgreSQL, since a SQLite file cannot be shared between nodes.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import sys
@@ -183,16 +182,6 @@ class Client:
         self._start_ray = start_ray
         self._server: Any = None
         self._ray_started = False
-
-    def __getattr__(self, name: str) -> Any:
-        """Verbs a workload adds (`RunKind.client_methods`), e.g. `simulate`."""
-        if name.startswith("_"):
-            raise AttributeError(name)
-        for kind in Registry.run_kinds():
-            method = kind.client_methods().get(name)
-            if method is not None:
-                return functools.partial(method, self)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
 
     # -- lifecycle -------------------------------------------------------------------
 

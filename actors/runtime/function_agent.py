@@ -365,11 +365,6 @@ class FunctionRun(RunKind):
     def describe(self, event: Event, brief: bool = False) -> str | None:
         return describe_function(event, brief)
 
-    # -- the front door -------------------------------------------------------------------------
-
-    def client_methods(self) -> dict[str, Any]:
-        return {}
-
 
 def replay_function_stream(stream: str, original: list[Event], run_id: str) -> tuple[list[Event], Any]:
     """Re-run the function against its own recording in a scratch store (`replay_stream`).

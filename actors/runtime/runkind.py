@@ -10,8 +10,7 @@ runtime asks the kind, never the name, for everything that differs between workl
 - how to re-execute it from its log (`replay`), which stream leads it (`lead_events`,
   what `chorus diff` compares) and what else two of its runs differ in (`diff_lines`);
 - how its events read as progress lines (`describe`) and its answer as text (`present`);
-- its verbs on the `chorus` command (`add_commands`) and on `Client` (`client_methods`), and
-  its routes on the HTTP API (`api_routers`: actors.api.app mounts them, naming no workload);
+- its verbs on the `chorus` command (`add_commands`) and its routes on the HTTP API (`api_routers`: actors.api.app mounts them, naming no workload);
 - what the HTTP API may take from a request and show below admin: the options that name a
   place on the server (`path_options`, `bundled`), the options only the server's operator
   sets (`server_options`), the commands only an admin may send (`admin_options`), and what
@@ -136,11 +135,6 @@ class RunKind:
         return answer
 
     # -- the front door -------------------------------------------------------------------------
-
-    def client_methods(self) -> dict[str, Any]:
-        """Methods this kind adds to `Client` (`Client().simulate(...)`): name -> a function
-        taking the client first."""
-        return {}
 
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         """Add this kind's verbs to the `chorus` command (each sets `func`)."""

@@ -4,7 +4,8 @@ A session is a run of kind "simulation": `run:ID` plus the world, director and s
 streams. It does not end by itself: it waits, paused, between `chorus sim step`s. The
 runtime gets from here how to fold its streams (`chorus state`), replay it, fork it at a
 cycle, diff two lineages (by their directors' verdicts), describe its events, and the
-`chorus sim` verbs; the Client gets `simulate` and `open_session`.
+`chorus sim` verbs. From Python a session is `actors.simulation.client.simulate(client, pack)`
+(or `open_session(client, id)`): functions taking the client, not methods grafted on it.
 
 Seed 002 reserves the synths' inner monologue for admin; `admin_only` declares it, and the
 minds and prompts that carry it (beliefs, memories, mental models, projects; a synth's LLM
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -27,7 +27,7 @@ from actors.runtime.registry import Registry
 from actors.runtime.replay.report import ReplayReport
 from actors.runtime.runkind import RunKind
 from actors.simulation import cli
-from actors.simulation.client import KIND, create_session, open_session, simulate
+from actors.simulation.client import KIND, create_session
 from actors.simulation.cognition import SynthMind
 from actors.simulation.director import DirectorConfig, DirectorState, evolve_director
 from actors.simulation.fork import fork_session
@@ -157,9 +157,6 @@ class SimulationRun(RunKind):
 
     def present(self, answer: str) -> str:
         return answer
-
-    def client_methods(self) -> dict[str, Callable[..., Any]]:
-        return {"simulate": simulate, "open_session": open_session}
 
     def api_routers(self) -> list[tuple[str, Any]]:
         from actors.simulation import api  # FastAPI only for the server

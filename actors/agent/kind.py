@@ -88,7 +88,7 @@ class AgentRunKind(RunKind):
         client.begin_run(
             run_id,
             goal=goal,
-            agent=self.name,
+            kind=self.name,
             params={
                 "root": str(root_path),
                 "repo": repo,
@@ -162,7 +162,7 @@ class AgentRunKind(RunKind):
         client.begin_run(
             new_id,
             goal=original.goal,
-            agent=original.agent,
+            kind=original.kind,
             params={**original.params, "forked_from": origin, "model": model, "llm_params": llm_params},
             budget=original.budget,
             forked_from=origin,
@@ -352,7 +352,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     with Client() as client:
         handle = client.submit(
             args.goal,
-            agent=ReactRun.name,
+            kind=ReactRun.name,
             root=args.root,
             tools=args.tools,
             add_tools=args.tool or None,

@@ -229,7 +229,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         when = r["submitted_at"].strftime("%Y-%m-%d %H:%M:%S")
         goal = r["goal"] if len(r["goal"]) <= 60 else r["goal"][:57] + "..."
         fork = f"  (fork of {r['forked_from']})" if r["forked_from"] else ""
-        print(f"{r['run_id']}  {when}  {status_label(r):<9}  {r['agent']:<12}  {goal}{fork}")
+        print(f"{r['run_id']}  {when}  {status_label(r):<9}  {r['kind']:<12}  {goal}{fork}")
     return 0
 
 
@@ -329,7 +329,7 @@ def cmd_fork(args: argparse.Namespace) -> int:
             handle = _fork_with_edit(client, args, params)
         else:
             handle = client.fork(args.run_id, args.at, model=args.model, llm_params=params)
-        kind = Registry.run_kind(client.run_state(handle.run_id).agent or Registry.default_run_kind().name)
+        kind = Registry.run_kind(client.run_state(handle.run_id).kind or Registry.default_run_kind().name)
         print(f"run {handle.run_id} (forked from {args.run_id} at {kind.fork_unit} {args.at})", flush=True)
         if not kind.live:
             return 0  # it waits for its user (`chorus sim step`)

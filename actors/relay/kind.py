@@ -7,7 +7,7 @@ model. The runtime gets from here how to fold them (`chorus state`), replay a ru
 at a builder turn (`chorus fork RUN --at TURN`, actors.relay.fork), set two branches' code
 side by side (`chorus diff`), describe its events, resume one whose process died
 (`chorus resume RUN`), and the `chorus relay`, `chorus escalations` and `chorus resolve`
-verbs; `Client().submit(goal, agent="relay", workspace=DIR)` starts one.
+verbs; `Client().submit(goal, kind="relay", workspace=DIR)` starts one.
 
 Run params (what `submit` takes and RunSubmitted records): `workspace`, `roadmap`,
 `max_retries`, `llm_params`, `resubmit`, and `probes`: the domain probes, `{name: argv}`,

@@ -119,7 +119,7 @@ def follow_run(handle: RunHandle, quiet: bool = False) -> int:
 
 def _follow_run(handle: RunHandle, quiet: bool) -> int:
     state = handle.client.run_state(handle.run_id)
-    kind = Registry.run_kind(state.agent) if state.agent else Registry.default_run_kind()
+    kind = Registry.run_kind(state.kind) if state.kind else Registry.default_run_kind()
     calls = None if quiet else CallWatch(handle.client.settings.data_dir)  # tokens so far
     try:
         for rec in handle.events():

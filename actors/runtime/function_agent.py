@@ -48,7 +48,7 @@ from actors.runtime.progress import short
 from actors.runtime.registry import Registry, load_workloads
 from actors.runtime.replay import ReplayReport, replay_stream, run_records
 from actors.runtime.run import Complete, Fail, RunLifecycle, Start, Wait, run_stream
-from actors.runtime.runkind import RunKind
+from actors.runtime.runkind import FUNCTION_KIND, RunKind
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell
 from actors.runtime.spawn import spawn_actor
@@ -64,7 +64,7 @@ from events.store import ConcurrencyError, EventStore, Recorded
 if TYPE_CHECKING:
     from actors.runtime.client import Client, RunHandle
 
-KIND = "function"
+KIND = FUNCTION_KIND
 FINISHED = ("FunctionCompleted", "FunctionFailed")
 
 
@@ -248,7 +248,7 @@ class FunctionRun(RunKind):
         params = dict(DEFAULT_PARAMS if llm_params is None else llm_params)
         chosen = model or settings.llm_model
         client.begin_run(
-            run_id, goal=goal, agent=self.name,
+            run_id, goal=goal, kind=self.name,
             params={"agent": path, "root": root, "model": chosen, "llm_params": params, **({"options": options} if options else {})},
             budget=budget,
         )  # fmt: skip
@@ -320,7 +320,7 @@ class FunctionRun(RunKind):
         new_id = uuid.uuid4().hex[:12]
         origin = f"{run_id}@{at}"
         client.begin_run(
-            new_id, goal=original.goal, agent=self.name,
+            new_id, goal=original.goal, kind=self.name,
             params={**original.params, "forked_from": origin, "fork_model": model, "fork_llm_params": llm_params},
             budget=original.budget, forked_from=origin,
         )  # fmt: skip

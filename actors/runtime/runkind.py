@@ -1,6 +1,6 @@
 """What the runtime needs to know of a workload's runs: a `RunKind`, one per kind of run.
 
-A run names its kind in `RunSubmitted.agent` ("react", "researcher", "task", ...). The
+A run names its kind in `RunSubmitted.kind` ("react", "researcher", "task", ...). The
 runtime asks the kind, never the name, for everything that differs between workloads:
 
 - how to start a run (`submit`: record it and spawn its lead actor), fork one (`fork`) and
@@ -23,6 +23,8 @@ A workload registers its kind with `Registry.register_run_kind` in the module it
 from __future__ import annotations
 
 import argparse
+import warnings
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -146,3 +148,30 @@ class RunKind:
         uses the API's helpers (actors.api: auth scopes, errors, services, visibility).
         None by default."""
         return []
+
+
+FUNCTION_KIND = "function"  # the kind of an @agent function's runs (actors.runtime.function_agent)
+
+
+def kind_of_submission(kind: Any, agent: Any, *, is_function: Callable[[Any], bool]) -> tuple[str | None, Any]:
+    """What `Client.submit(kind=..., agent=...)` runs: (the kind's name, None for the
+    default; the agent function or None). `is_function` tells an agent function (or its
+    import path) from a kind's name. ValueError, one line, for both or for a kind that is
+    not a name; a kind's name given as `agent` is deprecated (a DeprecationWarning)."""
+    if kind is not None and agent is not None:
+        raise ValueError(f"give kind= (the kind of run) or agent= (an agent function), not both: kind={kind!r}, agent={agent!r}")
+    if kind is not None and not isinstance(kind, str):
+        raise ValueError(f"kind= names a kind of run, not {kind!r}: pass an agent function as agent=")
+    if agent is None:
+        return kind or None, None
+    if is_function(agent):
+        return FUNCTION_KIND, agent
+    if isinstance(agent, str) and agent:
+        warnings.warn(
+            f"Client.submit(agent={agent!r}) names a kind of run: write kind={agent!r} "
+            "(agent= is for agent functions; a kind by agent= goes in 0.2.0)",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        return agent, None
+    raise ValueError(f"agent= takes an @agent function or its import path (pkg.mod:name), not {agent!r}")

@@ -55,7 +55,7 @@ def create_session(
     client.begin_run(
         run_id,
         goal=f"simulate {pack.name}",
-        agent=KIND,
+        kind=KIND,
         params={
             "pack": str(pack_path), "pack_digest": pack.digest, "director": config.model_dump(),
             "llm_params": {**DEFAULT_SYNTH_PARAMS, **(llm_params or {})},
@@ -77,8 +77,8 @@ class Simulation:
         self.llm = llm if llm is not None else client.llm
         self.check = check
         state = client.run_state(run_id)
-        if state.agent != KIND:
-            raise UnknownSession(f"run {run_id} is not a simulation session (it is {state.agent or 'react'})")
+        if state.kind != KIND:
+            raise UnknownSession(f"run {run_id} is not a simulation session (it is {state.kind or 'react'})")
         self.config = DirectorConfig.model_validate(state.params.get("director", {}))
         self.llm_params = {**DEFAULT_SYNTH_PARAMS, **state.params.get("llm_params", {})}
         self._director: Any = None

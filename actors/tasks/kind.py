@@ -20,7 +20,7 @@ from actors.tasks import cli
 from actors.tasks.client import fork_task, resume_task, submit_task
 from actors.tasks.journal import JournalDivergence
 from actors.tasks.progress import describe_workflow
-from actors.tasks.runner import AGENT
+from actors.tasks.runner import KIND
 from actors.tasks.workflow import ForkWorkflow, StartWorkflow, WorkflowBehaviour, execute_workflow, task_stream
 from events.base import Event
 from events.store import Recorded
@@ -29,7 +29,7 @@ from actors.tasks.events import WorkflowForked, WorkflowStarted
 
 @Registry.register_run_kind
 class TaskRun(RunKind):
-    name = AGENT
+    name = KIND
     summary = "an S-expression workflow of atomic tasks and tools (seed 001)"
     lead = "workflow"
     noun = "a task workflow"

@@ -99,7 +99,7 @@ class ToyRun(RunKind):
     tallies: ClassVar[dict[str, str]] = {"ToolReturned": "tool calls"}
 
     def submit(self, client: Client, goal: str, *, run_id: str, budget: Any, **options: Any) -> RunHandle:
-        client.begin_run(run_id, goal=goal, agent=self.name, params={}, budget=budget)
+        client.begin_run(run_id, goal=goal, kind=self.name, params={}, budget=budget)
         run = ActorShell(RunLifecycle(), run_stream(run_id), client.store, run_id=run_id).load()
         shell = ActorShell(ToyBehaviour(), toy_stream(run_id), client.store, run_id=run_id).load()
         shell.handle(StartToy(key="start", text=goal), causation_id=run.last_event_id)
@@ -135,7 +135,7 @@ class ToyRun(RunKind):
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         p = subparsers.add_parser("toy", help="count the words of a text")
         p.add_argument("text")
-        p.set_defaults(func=lambda args: print(Client().submit(args.text, agent="toy").result.answer))
+        p.set_defaults(func=lambda args: print(Client().submit(args.text, kind="toy").result.answer))
 
 
 @pytest.fixture
@@ -148,11 +148,11 @@ def toy(tmp_path, monkeypatch):
 
 
 def test_a_registered_kind_runs_lists_replays_folds_and_diffs(toy):
-    handle = toy.submit("three little words", agent="toy", run_id="t1")
+    handle = toy.submit("three little words", kind="toy", run_id="t1")
     assert handle.result.status == "completed" and handle.result.answer == "3"
-    toy.submit("two words", agent="toy", run_id="t2")
+    toy.submit("two words", kind="toy", run_id="t2")
 
-    assert [(r["run_id"], r["agent"], r["status"]) for r in toy.runs()] == [
+    assert [(r["run_id"], r["kind"], r["status"]) for r in toy.runs()] == [
         ("t2", "toy", "completed"), ("t1", "toy", "completed"),
     ]  # fmt: skip
     report = replay_run(toy.store, "t1")
@@ -166,7 +166,7 @@ def test_a_registered_kind_runs_lists_replays_folds_and_diffs(toy):
 
 
 def test_a_changed_toy_decision_diverges_on_replay(toy, monkeypatch):
-    toy.submit("one two", agent="toy", run_id="t1")
+    toy.submit("one two", kind="toy", run_id="t1")
     monkeypatch.setattr(Count, "execute", lambda self, text: "99")  # replay never calls the tool
     assert replay_run(toy.store, "t1").ok
     original = ToyBehaviour.decide

@@ -67,7 +67,7 @@ def test_a_session_is_a_run_and_replays_with_no_model(client):
     s = session(client, run_id="s1")
     s.step(2)
     runs = client.runs()
-    assert [(r["run_id"], r["agent"]) for r in runs] == [("s1", "simulation")]
+    assert [(r["run_id"], r["kind"]) for r in runs] == [("s1", "simulation")]
     report = replay_run(client.store, "s1")
     assert report.ok, report.divergence and report.divergence.describe()
     assert report.llm_calls >= 6 and world_stream("s1") in report.streams

@@ -42,8 +42,8 @@ def run_kind_of(store: EventStore, run_id: str, records: list[Recorded] | None =
     events = [r.event for r in records if r.event.stream_id == stream] if records is not None else store.read_stream(stream)
     if not events:
         raise UnknownRun(f"no run with id {run_id!r}")
-    agent = rebuild(RunLifecycle(), events).agent
-    return Registry.run_kind(agent) if agent else Registry.default_run_kind()
+    kind = rebuild(RunLifecycle(), events).kind
+    return Registry.run_kind(kind) if kind else Registry.default_run_kind()
 
 
 def replay_run(store: EventStore, run_id: str) -> ReplayReport:

@@ -56,7 +56,7 @@ def fork_with_edit(client: Any, run_id: str, at: int, **edit: Any) -> Any:
     cannot be made."""
     fork = prepare_edited_fork(client, run_id, at, **edit)
     client.ensure_ray()
-    return fork.kind._spawn(client, fork.run_id, fork.settings, fork.start)
+    return fork.kind.running._spawn(client, fork.run_id, fork.settings, fork.start)
 
 
 def prepare_edited_fork(

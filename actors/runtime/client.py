@@ -277,7 +277,7 @@ class Client:
         for name, limit in (budget or Budget()).model_dump().items():
             if limit is not None and limit <= 0:
                 raise ValueError(f"budget {name} must be positive, not {limit}")
-        return run_kind.submit(self, goal, run_id=run_id or new_run_id(), budget=budget or Budget(), **options)
+        return run_kind.running.submit(self, goal, run_id=run_id or new_run_id(), budget=budget or Budget(), **options)
 
     def begin_run(
         self,
@@ -326,11 +326,11 @@ class Client:
         the new one records where it came from."""
         state = self.run_state(run_id)
         kind = Registry.run_kind(state.kind) if state.kind else Registry.default_run_kind()
-        return kind.fork(self, run_id, at, model=model, llm_params=llm_params)
+        return kind.running.fork(self, run_id, at, model=model, llm_params=llm_params)
 
     def resume(self, run_id: str, **options: Any) -> RunHandle:
         """Serve again a run whose actors died (its process was killed, its machine went
-        away): the kind's `resume` starts its lead anew, which goes on from the log, and
+        away): the kind's `running.resume` starts its lead anew, which goes on from the log, and
         idempotency keys append nothing twice. ValueError for a run that has ended or whose
         kind cannot resume; UnknownRun for an unknown id. The run's status in `chorus runs`
         stays "running" while nothing serves it (the log cannot tell a slow run from a
@@ -339,7 +339,7 @@ class Client:
         if state.status in ("completed", "failed"):
             raise ValueError(f"run {run_id} has {state.status}: there is nothing to resume")
         kind = Registry.run_kind(state.kind) if state.kind else Registry.default_run_kind()
-        return kind.resume(self, run_id, **options)
+        return kind.running.resume(self, run_id, **options)
 
     def signal(self, run_id: str, name: str, payload: Any = None, *, sent_by: str | None = None) -> RunHandle:
         """Send signal `name` (a JSON-able `payload`) to a run whose agent function waits for
@@ -351,7 +351,7 @@ class Client:
             raise ValueError(f"run {run_id} has {state.status}: it takes no more signals")
         _is_function_agent("")  # the function kind registered, entry point or not
         kind = Registry.run_kind(state.kind) if state.kind else Registry.default_run_kind()
-        deliver = getattr(kind, "signal", None)
+        deliver = getattr(kind.running, "signal", None)
         if deliver is None:
             raise ValueError(f"runs of kind {kind.name!r} take no signals (an @agent function's do: ctx.wait_for)")
         return deliver(self, run_id, name, payload, sent_by=sent_by)

@@ -133,7 +133,7 @@ def _follow_run(handle: RunHandle, quiet: bool) -> int:
             calls.stop()
     result = handle.wait()
     if result.ok:
-        print(kind.present(result.answer or ""))
+        print(kind.reading.present(result.answer or ""))
         return 0
     error = result.error.line() if result.error else result.status
     print(f"chorus: run {handle.run_id} failed: {error}", file=sys.stderr)

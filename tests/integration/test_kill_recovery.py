@@ -129,7 +129,7 @@ def check_run(c: Client, handle: Any, workload: str, why: str) -> list[Any]:
     for stream_id, events in streams.items():
         versions = [e.version for e in events]
         assert versions == list(range(1, len(events) + 1)), f"{why}: {stream_id} versions {versions}"
-        behaviour = RunLifecycle() if stream_id == run_stream(run_id) else kind.behaviour(stream_id, events[0])
+        behaviour = RunLifecycle() if stream_id == run_stream(run_id) else kind.reading.behaviour(stream_id, events[0])
         if behaviour is None:  # a tool's own calls: no state, but each call once, even after a re-run
             indexes = [e.call_index for e in events if e.type_name == "LlmRequested"]
             assert indexes == list(range(1, len(indexes) + 1)), f"{why}: {stream_id} calls {indexes}"
@@ -146,7 +146,7 @@ def check_run(c: Client, handle: Any, workload: str, why: str) -> list[Any]:
         import ray
 
         summary = ray.get(handle._actor.state.remote(), timeout=60)
-        folded = rebuild(kind.behaviour(lead, streams[lead][0]), streams[lead])
+        folded = rebuild(kind.reading.behaviour(lead, streams[lead][0]), streams[lead])
         assert summary["version"] == len(streams[lead]), f"{why}: the lead of {run_id} is not at its log's end"
         assert summary["state"] == folded.model_dump(mode="json"), f"{why}: the lead of {run_id} is not its log's fold"
     requested = [r.event for r in records if r.event.type_name == "LlmRequested"]

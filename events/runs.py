@@ -9,6 +9,10 @@ lift it in Python (`Budget.unlimited()`). Logs written before the default was fi
 recorded "unlimited" as `None` or by leaving the key out (`budget: {}`); RunSubmitted v1
 payloads are upcast to v2 with every missing limit made an explicit None, so such a run
 still reads back unlimited and replays as it ran.
+
+A run names its kind (the `RunKind` that runs, reads and replays it) in `RunSubmitted.kind`.
+Up to v2 the field was called `agent`; a v2 payload is upcast to v3 by renaming it, so every
+old log loads and replays unchanged.
 """
 
 from __future__ import annotations
@@ -49,10 +53,10 @@ def explicit_budget(payload: dict[str, Any], key: str = "budget") -> dict[str, A
     return {**payload, key: {**dict.fromkeys(LIMITS), **(budget if isinstance(budget, dict) else {})}}
 
 
-@event_type("RunSubmitted", version=2)
+@event_type("RunSubmitted", version=3)
 class RunSubmitted(Event):
     goal: str
-    agent: str = "react"
+    kind: str = "react"  # the run's kind: the name of a registered RunKind
     params: dict[str, Any] = {}
     budget: Budget = Budget()
     forked_from: str | None = None
@@ -61,6 +65,21 @@ class RunSubmitted(Event):
 @upcaster("RunSubmitted", from_version=1)
 def _run_submitted_v1(payload: dict[str, Any]) -> dict[str, Any]:
     return explicit_budget(payload)
+
+
+@upcaster("RunSubmitted", from_version=2)
+def _run_submitted_v2(payload: dict[str, Any]) -> dict[str, Any]:
+    return kind_named(payload)
+
+
+def kind_named(payload: dict[str, Any]) -> dict[str, Any]:
+    """A v1/v2 payload named the run's kind `agent`; v3 calls it `kind` (an `agent` is what
+    a run of kind "function" runs, in its params). A payload that left it out keeps the
+    default ("react")."""
+    out = dict(payload)
+    if "agent" in out:
+        out["kind"] = out.pop("agent")
+    return out
 
 
 @event_type("RunStarted")

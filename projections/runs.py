@@ -5,7 +5,7 @@ every lifecycle event ever written on each call; the view costs a short query, a
 catching it up costs only the events appended since.
 
     runs  run_id TEXT PK, status (submitted | running | waiting | completed | failed), goal,
-          agent, forked_from (`RUN@POSITION` of a fork, else NULL), submitted_at,
+          kind, forked_from (`RUN@POSITION` of a fork, else NULL), submitted_at,
           ended_at (NULL until the run ends), waiting_for (while waiting: the signal's
           name, or "sleep"), wake_at (while waiting on a durable timer: when it is due),
           position (of the RunSubmitted)
@@ -34,7 +34,7 @@ from projections.runner import caught_up
 from projections.views import ViewCursor, ViewStore
 
 STATUSES = ("submitted", "running", "waiting", "completed", "failed")
-FIELDS = ("run_id", "status", "goal", "agent", "forked_from", "submitted_at", "ended_at", "waiting_for", "wake_at")
+FIELDS = ("run_id", "status", "goal", "kind", "forked_from", "submitted_at", "ended_at", "waiting_for", "wake_at")
 
 _COLUMNS = (*FIELDS, "position")
 _UPSERT = (
@@ -49,7 +49,7 @@ _IN = 500  # run ids per `IN (...)` when a batch reads the rows it folds into
 @register_projection
 class RunsProjection(Projection):
     name = "runs"
-    schema_version = 2  # v2: waiting, waiting_for, wake_at
+    schema_version = 3  # v2: waiting, waiting_for, wake_at; v3: `agent` is `kind`
     types = ("RunSubmitted", "RunStarted", "RunWaiting", "RunCompleted", "RunFailed")
     tables = ("runs",)
     indexes = (("runs_newest", "runs", _NEWEST),)
@@ -57,7 +57,7 @@ class RunsProjection(Projection):
     def create(self, c: ViewCursor) -> None:
         c.execute(
             "CREATE TABLE IF NOT EXISTS runs ("
-            "run_id TEXT PRIMARY KEY, status TEXT NOT NULL, goal TEXT NOT NULL, agent TEXT NOT NULL, "
+            "run_id TEXT PRIMARY KEY, status TEXT NOT NULL, goal TEXT NOT NULL, kind TEXT NOT NULL, "
             "forked_from TEXT, submitted_at TEXT NOT NULL, ended_at TEXT, waiting_for TEXT, wake_at TEXT, "
             "position BIGINT NOT NULL)"
         )
@@ -77,7 +77,7 @@ class RunsProjection(Projection):
             row = rows.get(run_id)
             if t == "RunSubmitted":
                 rows[run_id] = {
-                    "run_id": run_id, "status": "submitted", "goal": clean(e.goal), "agent": clean(e.agent),
+                    "run_id": run_id, "status": "submitted", "goal": clean(e.goal), "kind": clean(e.kind),
                     "forked_from": clean(e.forked_from), "submitted_at": timestamp_text(e.timestamp),
                     "ended_at": None, "waiting_for": None, "wake_at": None,
                     "position": r.position if row is None else row["position"],
@@ -134,9 +134,9 @@ class RunsView:
         limit: int | None = None,
         *,
         status: str | Iterable[str] | None = None,
-        agent: str | None = None,
+        kind: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Runs, newest first: those in `status` (one or several) and of `agent`, at most
+        """Runs, newest first: those in `status` (one or several) and of `kind`, at most
         `limit` (None: all)."""
         if limit is not None and limit < 1:
             return []
@@ -148,9 +148,9 @@ class RunsView:
                 return []
             where.append(f"status IN ({', '.join('?' * len(wanted))})")
             params.extend(wanted)
-        if agent is not None:
-            where.append("agent = ?")
-            params.append(clean(agent))
+        if kind is not None:
+            where.append("kind = ?")
+            params.append(clean(kind))
         sql = f"SELECT {', '.join(FIELDS)} FROM runs"
         if where:
             sql += " WHERE " + " AND ".join(where)

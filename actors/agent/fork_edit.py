@@ -56,7 +56,7 @@ def fork_with_edit(client: Any, run_id: str, at: int, **edit: Any) -> Any:
     cannot be made."""
     fork = prepare_edited_fork(client, run_id, at, **edit)
     client.ensure_ray()
-    return fork.kind._spawn(client, fork.run_id, fork.settings, fork.start)
+    return fork.kind.running._spawn(client, fork.run_id, fork.settings, fork.start)
 
 
 def prepare_edited_fork(
@@ -92,7 +92,7 @@ def prepare_edited_fork(
         if len(completion) > MAX_EDIT_CHARS:
             raise ValueError(f"the edited completion is {len(completion)} characters; at most {MAX_EDIT_CHARS}")
     original = client.run_state(run_id)
-    kind = Registry.run_kind(original.agent) if original.agent else Registry.default_run_kind()
+    kind = Registry.run_kind(original.kind) if original.kind else Registry.default_run_kind()
     records = run_records(client.store, run_id)
     agents = agent_streams(records)
     if not agents or not hasattr(kind, "agent_class"):
@@ -121,7 +121,7 @@ def prepare_edited_fork(
         behaviour = kind.agent_class()()
         folded = behaviour.evolve(behaviour.initial(), note.stamp(run_id=new_id, command_id="edit"))
         if getattr(folded, "prompt_edit", None) is None:
-            raise ValueError(f"run {run_id}'s agent ({original.agent or kind.name}) cannot take an edited prompt")
+            raise ValueError(f"run {run_id}'s kind ({original.kind or kind.name}) cannot take an edited prompt")
     else:
         note = CompletionEdited(
             origin_run=run_id, origin_position=at, actor=stream, call_index=call,
@@ -131,7 +131,7 @@ def prepare_edited_fork(
     origin = f"{run_id}@{at}"
     what = "prompt" if prompt is not None else "completion"
     client.begin_run(
-        new_id, goal=original.goal, agent=original.agent,
+        new_id, goal=original.goal, kind=original.kind,
         params={**original.params, "forked_from": origin, "model": model, "llm_params": llm_params, "edited": f"LLM call {call} ({what})"},
         budget=original.budget, forked_from=origin,
     )  # fmt: skip

@@ -9,6 +9,7 @@ lead stream's prefix into a new run and continues live from there.
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -28,7 +29,7 @@ from actors.runtime.perform import drive
 from actors.runtime.progress import call_text, short
 from actors.runtime.registry import Registry
 from actors.runtime.replay import Divergence, ReplayReport, replay_stream, run_records
-from actors.runtime.runkind import RunKind
+from actors.runtime.runkind import FrontDoor, HttpPolicy, Reading, RunKind, Running, Wording
 from actors.runtime.settings import Settings
 from events.base import Event
 from events.runs import DEFAULT_MAX_LLM_CALLS, Budget
@@ -37,27 +38,10 @@ from events.store import Recorded
 FINISHED = ("AnswerGiven", "AgentFailed")
 
 
-class AgentRunKind(RunKind):
-    """Runs led by the agent behaviour registered under `name`."""
+class AgentRunning(Running):
+    """How an agent run runs: its lead agent served by `AgentActor` on Ray."""
 
-    lead = "agent"
-    noun = "an agent"
-    lead_label = "lead agents"
-    tallies: ClassVar[dict[str, str]] = {
-        "LlmCompleted": "LLM calls",
-        "ToolReturned": "tool calls",
-        "StepRejected": "rejected steps",
-    }
-    error_types = frozenset({"AgentFailed", "StepRejected"})
-    # Over HTTP the folder the agent reads lies inside one the server allows (a fresh
-    # folder per run when left out; never the server's working directory).
-    path_options: ClassVar[dict[str, str]] = {"root": "workspace"}
-    import_options: ClassVar[frozenset[str]] = frozenset({"tools", "add_tools"})
-
-    def agent_class(self) -> Any:
-        return Registry.agent_class(self.name)
-
-    # -- running ---------------------------------------------------------------------------------
+    kind: AgentRunKind
 
     def submit(
         self,
@@ -76,7 +60,7 @@ class AgentRunKind(RunKind):
         patches: list[str] | None = None,
     ) -> RunHandle:
         root_path = checked_root(root, max_iterations, patches)
-        agent_cls = self.agent_class()
+        agent_cls = self.kind.agent_class()
         if tools is None:
             tools = agent_cls.tools_for(repo) if hasattr(agent_cls, "tools_for") else agent_cls.default_tools
         # Names, import paths, or @tool functions and Tool classes (recorded as their paths).
@@ -88,7 +72,7 @@ class AgentRunKind(RunKind):
         client.begin_run(
             run_id,
             goal=goal,
-            agent=self.name,
+            kind=self.kind.name,
             params={
                 "root": str(root_path),
                 "repo": repo,
@@ -120,17 +104,17 @@ class AgentRunKind(RunKind):
         recorded (the key is applied already, so it appends nothing) and the agent goes on
         from its log."""
         if options:
-            raise ValueError(f"resuming a {self.name} run takes no options, not {', '.join(sorted(options))}")
+            raise ValueError(f"resuming a {self.kind.name} run takes no options, not {', '.join(sorted(options))}")
         records = run_records(client.store, run_id)
         lead = agent_streams(records).get(agent_stream(run_id))
         if not lead:
             raise ValueError(f"run {run_id}'s agent never started: there is nothing to resume (submit it again)")
-        behaviour = self.agent_class()()
+        behaviour = self.kind.agent_class()()
         start = behaviour.start_command(lead[0], key=lead[0].command_id or "start")
         return self._spawn(client, run_id, client.ensure_llm(), start)
 
     def _spawn(self, client: Client, run_id: str, settings: Settings, start: Any) -> RunHandle:
-        return client.spawn(run_id, AgentActor, agent_stream(run_id), (settings, run_id, self.name, client.llm), (start,))
+        return client.spawn(run_id, AgentActor, agent_stream(run_id), (settings, run_id, self.kind.name, client.llm), (start,))
 
     def fork(
         self, client: Client, run_id: str, at: int, *, model: str | None = None, llm_params: dict[str, Any] | None = None
@@ -162,7 +146,7 @@ class AgentRunKind(RunKind):
         client.begin_run(
             new_id,
             goal=original.goal,
-            agent=original.agent,
+            kind=original.kind,
             params={**original.params, "forked_from": origin, "model": model, "llm_params": llm_params},
             budget=original.budget,
             forked_from=origin,
@@ -183,14 +167,18 @@ class AgentRunKind(RunKind):
         client.store.append(stream, copies, 0)
         forked = AgentForked(origin_run=run_id, origin_position=at, model=model, params=llm_params)
         client.store.append(stream, [forked.stamp(run_id=new_id, command_id="fork")], len(copies))
-        start = self.agent_class()().start_command(prefix[0])
+        start = self.kind.agent_class()().start_command(prefix[0])
         return self._spawn(client, new_id, settings, start)
 
-    # -- reading its log -------------------------------------------------------------------------
+
+class AgentReading(Reading):
+    """How an agent run is read: the lead agent's stream, re-driven on replay."""
+
+    kind: AgentRunKind
 
     def behaviour(self, stream_id: str, first: Event) -> Behaviour[Any] | None:
         if stream_id == agent_stream(first.run_id) or first.type_name == "AgentStarted":
-            return self.agent_class()()
+            return self.kind.agent_class()()
         return None
 
     def lead_events(self, records: list[Recorded], run_id: str) -> list[Event]:
@@ -200,7 +188,7 @@ class AgentRunKind(RunKind):
         return next(iter(agents.values()))
 
     def replay(self, records: list[Recorded], run_id: str) -> ReplayReport:
-        behaviour = self.agent_class()()
+        behaviour = self.kind.agent_class()()
         report = ReplayReport(run_id)
         for stream_id, original in agent_streams(records).items():
             replayed, divergence = replay_agent_stream(behaviour, stream_id, original, run_id)
@@ -215,6 +203,26 @@ class AgentRunKind(RunKind):
 
     def present(self, answer: str) -> str:
         return unwrap_answer(answer)
+
+
+class AgentRunKind(RunKind):
+    """Runs led by the agent behaviour registered under `name`."""
+
+    running: ClassVar[type[Running]] = AgentRunning
+    reading: ClassVar[type[Reading]] = AgentReading
+    wording = Wording(
+        lead="agent",
+        noun="an agent",
+        lead_label="lead agents",
+        tallies={"LlmCompleted": "LLM calls", "ToolReturned": "tool calls", "StepRejected": "rejected steps"},
+        error_types=frozenset({"AgentFailed", "StepRejected"}),
+    )
+    # Over HTTP the folder the agent reads lies inside one the server allows (a fresh
+    # folder per run when left out; never the server's working directory).
+    http = HttpPolicy(path_options={"root": "workspace"}, import_options=frozenset({"tools", "add_tools"}))
+
+    def agent_class(self) -> Any:
+        return Registry.agent_class(self.name)
 
 
 def checked_root(root: str | Path, max_iterations: int, patches: list[str] | None = None) -> Path:
@@ -304,13 +312,8 @@ def describe_agent(e: Event, brief: bool = False) -> str | None:
     return None
 
 
-@Registry.register_run_kind
-class ReactRun(AgentRunKind):
-    """`chorus run`: the ReAct agent over a folder's files."""
-
-    name = "react"
-    summary = "the ReAct agent over a folder's files"
-    default = True
+class ReactCommands(FrontDoor):
+    """`chorus run`."""
 
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         run = subparsers.add_parser("run", help="run a goal end to end and print the answer")
@@ -338,6 +341,16 @@ class ReactRun(AgentRunKind):
         run.set_defaults(func=cmd_run)
 
 
+@Registry.register_run_kind
+class ReactRun(AgentRunKind):
+    """`chorus run`: the ReAct agent over a folder's files."""
+
+    name = "react"
+    default = True
+    wording = replace(AgentRunKind.wording, summary="the ReAct agent over a folder's files")
+    front: ClassVar[type[FrontDoor]] = ReactCommands
+
+
 def _names(text: str) -> list[str]:
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
@@ -352,7 +365,7 @@ def cmd_run(args: argparse.Namespace) -> int:
     with Client() as client:
         handle = client.submit(
             args.goal,
-            agent=ReactRun.name,
+            kind=ReactRun.name,
             root=args.root,
             tools=args.tools,
             add_tools=args.tool or None,
@@ -364,4 +377,4 @@ def cmd_run(args: argparse.Namespace) -> int:
         return follow_run(handle, args.quiet)
 
 
-__all__ = ["AgentRunKind", "ReactAgent", "ReactRun", "agent_streams", "describe_agent", "replay_agent_stream", "tool_spec"]
+__all__ = ["AgentReading", "AgentRunKind", "AgentRunning", "ReactAgent", "ReactRun", "agent_streams", "describe_agent", "replay_agent_stream", "tool_spec"]

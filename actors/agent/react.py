@@ -268,7 +268,7 @@ class ReactAgent(Behaviour[AgentState]):
     def make_start(cls, *, goal: str, root: str, tools: list[ToolSpec], **kw: Any) -> StartAgent:
         """The start command for a submitted goal (`Client.submit`)."""
         if kw.pop("repo", None):
-            raise ValueError("the react agent takes no repository; use agent='researcher'")
+            raise ValueError("the react agent takes no repository; use kind='researcher'")
         if kw.get("grounded") is None:
             kw["grounded"] = cls.grounded_by_default and reads_code(tools)
         kw.setdefault("lookups", bool(kw["grounded"]) and FIND_DEFINITION in [t.name for t in tools])

@@ -1,5 +1,5 @@
 """The HTTP control plane as one FastAPI app: runs of every kind, their events as JSON and
-Server-Sent Events, the routes each workload adds (`RunKind.api_routers`: the simulation
+Server-Sent Events, the routes each workload adds (a RunKind's `front.api_routers`: the simulation
 sessions' lanes, the relay's escalations), and the timeline page. It names no workload.
 
     create_app(settings=None, *, store=None, client=None, tokens=None)   # what tests build
@@ -103,7 +103,7 @@ def create_app(
     app.include_router(signals.build_router(), prefix=API_PREFIX)
     app.include_router(debug_routes.build_router(), prefix=API_PREFIX)
     for kind in sorted(Registry.run_kinds(), key=lambda k: k.name):
-        for prefix, router in kind.api_routers():  # a workload's own routes (its folder's api.py)
+        for prefix, router in kind.front.api_routers():  # a workload's own routes (its folder's api.py)
             app.include_router(router, prefix=f"{API_PREFIX}{prefix}")
     _serve_page(app)
     return app

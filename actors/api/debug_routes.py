@@ -155,7 +155,7 @@ def build_router() -> APIRouter:
             )  # fmt: skip
         s.keep(handle)
         state = s.client.run_state(handle.run_id)
-        return Submitted(run_id=handle.run_id, agent=state.agent, status=state.status, forked_from=state.forked_from)
+        return Submitted(run_id=handle.run_id, kind=state.kind, status=state.status, forked_from=state.forked_from)
 
     @router.get(
         "/runs/{run_id}/fixture", responses={**RUN_ERRORS, 200: {"content": {"application/x-ndjson": {}}}},

@@ -1,7 +1,7 @@
 """What a request may ask the server to open or run: the API's configuration of places
 and server-only options, and the check every submitted run goes through.
 
-A run kind declares (actors.runtime.runkind.RunKind) which of its options name a place on
+A run kind declares in its `http` (actors.runtime.runkind.HttpPolicy) which of its options name a place on
 the server (`path_options`: "packs" for a content file, "workspace" for the run's working
 folder, "in workspaces" for another file or folder a run reads), which folders of the package a place includes (`bundled`), and which options
 only the server's operator sets (`server_options`: a command the server runs outside any
@@ -115,7 +115,7 @@ def check_submission(
     if not goal.strip():
         raise PlaceRefused("the goal is empty")
     made: list[Path] = []
-    refused = sorted(set(params) & set(kind.server_options))
+    refused = sorted(set(params) & set(kind.http.server_options))
     if refused:
         raise PlaceRefused(
             f"option {', '.join(refused)} of a {kind.name} run is set by the server's configuration "
@@ -123,17 +123,17 @@ def check_submission(
         )
     if not admin:
         _refuse_import_paths(kind, params)
-    commands = sorted(set(params) & set(kind.admin_options))
+    commands = sorted(set(params) & set(kind.http.admin_options))
     if commands and not admin:
         raise PlaceRefused(
             f"option {', '.join(commands)} of a {kind.name} run names a command: only an admin token may send it"
         )
     options = dict(params)
-    for option, where in kind.path_options.items():
+    for option, where in kind.http.path_options.items():
         place = ROOTS.get(where)
         if place is None:
             raise ValueError(f"run kind {kind.name!r} declares option {option} in an unknown place {where!r}")
-        roots = (*kind.bundled.get(place, ()), *config.places.get(place, ()))
+        roots = (*kind.http.bundled.get(place, ()), *config.places.get(place, ()))
         if option == "goal":
             goal = confine(goal, roots, place, option)
         elif option in options and options[option] is not None:
@@ -160,7 +160,7 @@ def _refuse_import_paths(kind: Any, params: dict[str, Any]) -> None:
     """Below admin, an import option takes registered names only: naming `pkg.mod:name`
     would make the server import (run the top level of) a module of the request's choosing."""
     registered = set(Registry.names()["tools"])
-    for option in sorted(set(params) & set(kind.import_options)):
+    for option in sorted(set(params) & set(kind.http.import_options)):
         values = params[option]
         for value in values if isinstance(values, list | tuple) else [values]:
             if isinstance(value, str) and value not in registered and is_import_path(value):

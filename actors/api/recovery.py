@@ -20,7 +20,7 @@ RunId = Path(pattern=r"^[A-Za-z0-9][A-Za-z0-9_.:@-]{0,127}$", description="a run
 
 class Resumed(BaseModel):
     run_id: str
-    agent: str
+    kind: str
     status: str
 
 
@@ -37,6 +37,6 @@ def build_router() -> APIRouter:
             handle = s.client.resume(run_id)
         s.keep(handle)
         state = s.client.run_state(run_id)
-        return Resumed(run_id=run_id, agent=state.agent, status=state.status)
+        return Resumed(run_id=run_id, kind=state.kind, status=state.status)
 
     return router

@@ -15,7 +15,7 @@ import re
 from datetime import UTC, datetime
 from typing import Literal
 
-from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request
+from fastapi import APIRouter, Body, Depends, Header, Path, Query, Request, Response
 from fastapi.responses import StreamingResponse
 from starlette.concurrency import run_in_threadpool
 
@@ -70,31 +70,37 @@ def build_router() -> APIRouter:
         responses={**COMMON_ERRORS, **BAD_INPUT, **UNAVAILABLE},
         summary="Submit a run of any registered kind; 202 at once, the run proceeds in the background",
     )  # fmt: skip
-    def submit(body: SubmitIn, who: Principal = operate, s: Services = Depends(services)) -> Submitted:
-        kind = Registry.run_kind(body.agent) if body.agent else Registry.default_run_kind()
+    def submit(
+        body: SubmitIn, response: Response, who: Principal = operate, s: Services = Depends(services)
+    ) -> Submitted:
+        name = kind_named(body.kind, body.agent)
+        if body.agent is not None:
+            response.headers["Deprecation"] = "true"
+            response.headers["Warning"] = f'299 - "agent is deprecated (until 0.2.0): send kind={body.agent!r}"'
+        kind = Registry.run_kind(name) if name else Registry.default_run_kind()
         run_id = new_run_id()
         goal, params, made = check_submission(
             kind, body.goal, body.params, s.config, run_id, admin=allows(who.scope, "admin")
         )
         try:
             with acting_as(who.name):
-                handle = s.client.submit(goal, agent=kind.name, budget=body.budget, run_id=run_id, **params)
+                handle = s.client.submit(goal, kind=kind.name, budget=body.budget, run_id=run_id, **params)
         except BaseException:
             remove_empty(made)
             raise
         s.keep(handle)
-        return Submitted(run_id=handle.run_id, agent=kind.name, status=s.client.run_state(handle.run_id).status)
+        return Submitted(run_id=handle.run_id, kind=kind.name, status=s.client.run_state(handle.run_id).status)
 
     @router.get("/runs", response_model=RunsPage, responses=COMMON_ERRORS, summary="Runs, newest first")
     def list_runs(
-        kind: str | None = Query(None, description="only runs of this kind (agent)"),
+        kind: str | None = Query(None, description="only runs of this kind"),
         status: Literal[STATUSES] | None = Query(None),  # type: ignore[valid-type]
         limit: int = Query(50, ge=1, le=1000),
         offset: int = Query(0, ge=0),
         _: Principal = read,
         s: Services = Depends(services),
     ) -> RunsPage:
-        rows = RunsView.open(s.store).list(None, status=status, agent=kind)
+        rows = RunsView.open(s.store).list(None, status=status, kind=kind)
         return RunsPage.model_validate({"runs": rows[offset : offset + limit], "total": len(rows)})
 
     @router.get("/runs/{run_id}", response_model=RunDetail, responses=RUN_ERRORS, summary="One run")
@@ -105,7 +111,7 @@ def build_router() -> APIRouter:
             run_id=run_id,
             status=state.status,
             goal=state.goal,
-            agent=state.agent,
+            kind=state.kind,
             params=state.params,
             budget=state.budget,
             lead_stream=state.lead_stream,
@@ -188,7 +194,7 @@ def build_router() -> APIRouter:
             handle = s.client.fork(run_id, body.at, model=body.model, llm_params=params)
         s.keep(handle)
         state = s.client.run_state(handle.run_id)
-        return Submitted(run_id=handle.run_id, agent=state.agent, status=state.status, forked_from=state.forked_from)
+        return Submitted(run_id=handle.run_id, kind=state.kind, status=state.status, forked_from=state.forked_from)
 
     @router.get(
         "/runs/{run_id}/replay", response_model=ReplayOut, responses=RUN_ERRORS,
@@ -331,3 +337,10 @@ def _described(d: Divergence, view: View) -> str:
     head = f"first difference at {d.stream_id}@{d.version}" + (f": {d.reason}" if d.reason else "")
     return f"{head}\n  expected: {view.show(d.expected)}\n  actual:   {view.show(d.actual)}"
 
+
+def kind_named(kind: str | None, agent: str | None) -> str | None:
+    """The kind a submission names: `kind`, or the deprecated `agent` (its old name).
+    ValueError (a 400, nothing written) when it gives both."""
+    if kind is not None and agent is not None:
+        raise ValueError("give `kind` (the run's kind), not both `kind` and the deprecated `agent`")
+    return kind if kind is not None else agent

@@ -47,7 +47,12 @@ class EventsPage(BaseModel):
 class SubmitIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    agent: str | None = Field(None, description="the run's kind; the default kind when left out")
+    kind: str | None = Field(None, description="the run's kind (a registered RunKind's name); the default kind when left out")
+    agent: str | None = Field(
+        None, json_schema_extra={"deprecated": True},  # not pydantic's deprecated=: it warns on every read
+        description="deprecated, the old name of `kind` (taken until 0.2.0, answered with a `Deprecation` header); "
+        "giving both is a 400",
+    )  # fmt: skip
     goal: str = Field(min_length=1, description="the goal, question, workflow, roadmap goal or content pack")
     params: dict[str, Any] = Field(default_factory=dict, description="the kind's options, as `Client.submit` takes them")
     budget: Budget | None = None
@@ -55,7 +60,7 @@ class SubmitIn(BaseModel):
 
 class Submitted(BaseModel):
     run_id: str
-    agent: str
+    kind: str
     status: str
     forked_from: str | None = None
 
@@ -64,7 +69,7 @@ class RunSummary(BaseModel):
     run_id: str
     status: str
     goal: str
-    agent: str
+    kind: str
     forked_from: str | None
     submitted_at: datetime
     ended_at: datetime | None
@@ -81,7 +86,7 @@ class RunDetail(BaseModel):
     run_id: str
     status: str
     goal: str
-    agent: str
+    kind: str
     params: dict[str, Any]
     budget: Budget
     lead_stream: str | None

@@ -4,7 +4,7 @@ Every route that carries a record's content goes through a `View` made from the 
 principal: events as JSON (runs and sessions), the SSE frames (runs and sessions), the LLM
 call log, an actor's state, a session's objects, `diff` and the replay verdict. An admin
 sees everything. For read and operate, each field a run kind declares admin-only
-(`RunKind.admin_only(stream_id, what)`) is replaced by `REDACTED`; the declarations of
+(a RunKind's `reading.admin_only(stream_id, what)`) is replaced by `REDACTED`; the declarations of
 every registered kind are asked (stream ids are namespaced per workload), so a run whose
 kind is unknown is still covered.
 
@@ -49,7 +49,7 @@ def admin_only(stream_id: str, what: str) -> tuple[str, ...]:
     load_workloads()
     found: list[str] = []
     for kind in Registry.run_kinds():
-        found += [p for p in kind.admin_only(stream_id, what) if p not in found]
+        found += [p for p in kind.reading.admin_only(stream_id, what) if p not in found]
     return tuple(found)
 
 

@@ -113,7 +113,7 @@ def _parser() -> argparse.ArgumentParser:
     sub = p.add_subparsers(metavar="COMMAND")
     kinds = sorted(Registry.run_kinds(), key=lambda k: (not k.default, k.name))
     for kind in kinds[:1]:
-        kind.add_commands(sub)  # the default kind's verb (`chorus run`) first
+        kind.front.add_commands(sub)  # the default kind's verb (`chorus run`) first
 
     runs = sub.add_parser("runs", help="list runs, newest first")
     runs.add_argument("--limit", type=int, default=20, metavar="N", help="at most N runs (default 20)")
@@ -187,7 +187,7 @@ def _parser() -> argparse.ArgumentParser:
     model.set_defaults(func=cmd_model)
 
     for kind in kinds[1:]:
-        kind.add_commands(sub)
+        kind.front.add_commands(sub)
     moved = sub.add_parser(
         "eval",
         help="moved: the measurements (retrieval, the relay on HumanEval) are `python -m evals` in a checkout",
@@ -229,7 +229,7 @@ def cmd_runs(args: argparse.Namespace) -> int:
         when = r["submitted_at"].strftime("%Y-%m-%d %H:%M:%S")
         goal = r["goal"] if len(r["goal"]) <= 60 else r["goal"][:57] + "..."
         fork = f"  (fork of {r['forked_from']})" if r["forked_from"] else ""
-        print(f"{r['run_id']}  {when}  {status_label(r):<9}  {r['agent']:<12}  {goal}{fork}")
+        print(f"{r['run_id']}  {when}  {status_label(r):<9}  {r['kind']:<12}  {goal}{fork}")
     return 0
 
 
@@ -329,9 +329,9 @@ def cmd_fork(args: argparse.Namespace) -> int:
             handle = _fork_with_edit(client, args, params)
         else:
             handle = client.fork(args.run_id, args.at, model=args.model, llm_params=params)
-        kind = Registry.run_kind(client.run_state(handle.run_id).agent or Registry.default_run_kind().name)
-        print(f"run {handle.run_id} (forked from {args.run_id} at {kind.fork_unit} {args.at})", flush=True)
-        if not kind.live:
+        kind = Registry.run_kind(client.run_state(handle.run_id).kind or Registry.default_run_kind().name)
+        print(f"run {handle.run_id} (forked from {args.run_id} at {kind.wording.fork_unit} {args.at})", flush=True)
+        if not kind.running.live:
             return 0  # it waits for its user (`chorus sim step`)
         return follow_run(handle, args.quiet)
 

@@ -1,6 +1,6 @@
 """`chorus ask "QUESTION" --root DIR`: seed 003's code-question assistant from the shell.
 
-It submits the question to the orchestrator (`Client().submit(..., agent=ORCHESTRATOR)`),
+It submits the question to the orchestrator (`Client().submit(..., kind=ORCHESTRATOR)`),
 prints the run id, then each tool call as it happens (on stderr), then the answer without
 its `<answer>` tags and the files and line ranges it relied on (on stdout).
 
@@ -72,7 +72,7 @@ def cmd_ask(args: argparse.Namespace) -> int:
         handle = client.submit(
             args.question,
             root=repos,
-            agent=ORCHESTRATOR,
+            kind=ORCHESTRATOR,
             tools=list(TOOLS),
             max_iterations=args.max_iterations if args.max_iterations is not None else config.max_iterations,
             budget=budget,

@@ -207,8 +207,8 @@ def show(run_id: str, as_json: bool = False) -> int:
             run = client.run_state(run_id)
         except UnknownRun as e:
             raise UserError(str(e)) from None
-        if run.agent != KIND:
-            raise UserError(f"run {run_id} is not a relay (it is {run.agent or 'react'})")
+        if run.kind != KIND:
+            raise UserError(f"run {run_id} is not a relay (it is {run.kind or 'react'})")
         state = ActorShell(SchedulerBehaviour(), scheduler_stream(run_id), client.store).load().state
         views = RelayCheckpoints.open(client.store)
         task = state.task_id or run_id

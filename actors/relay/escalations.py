@@ -28,11 +28,11 @@ def escalations(client: Any, run_id: str | None = None, *, open_only: bool = Fal
     UnknownRun for an unknown id, ValueError for a run that is not a relay."""
     if run_id is not None:
         run = client.run_state(run_id)
-        if run.agent != KIND:
-            raise ValueError(f"run {run_id} is not a relay (it is {run.agent or 'react'})")
+        if run.kind != KIND:
+            raise ValueError(f"run {run_id} is not a relay (it is {run.kind or 'react'})")
         ids = [run_id]
     else:
-        ids = [r["run_id"] for r in reversed(client.runs()) if r.get("agent") == KIND]
+        ids = [r["run_id"] for r in reversed(client.runs()) if r.get("kind") == KIND]
     found = [x for rid in ids for x in _of(client.store, rid)]
     return [x for x in found if not (open_only and x["resolved"])]
 
@@ -42,8 +42,8 @@ def resolve(client: Any, run_id: str, escalation_id: str, note: str = "", resolv
     nothing) and return the escalation as `escalations` lists it. ValueError for an id the
     relay never raised."""
     run = client.run_state(run_id)
-    if run.agent != KIND:
-        raise ValueError(f"run {run_id} is not a relay (it is {run.agent or 'react'})")
+    if run.kind != KIND:
+        raise ValueError(f"run {run_id} is not a relay (it is {run.kind or 'react'})")
     shell = ActorShell(SchedulerBehaviour(), scheduler_stream(run_id), client.store, run_id=run_id).load()
     command = ResolveEscalation(
         key=f"resolve:{escalation_id}", escalation_id=escalation_id, note=note.strip(), resolved_by=resolved_by

@@ -164,9 +164,9 @@ def fork_relay(
     """Record a new relay run forked from `run_id` at builder turn `turn` and build its
     workspace; returns its id. Serve it with `actors.relay.session.serve_relay`."""
     original = client.run_state(run_id)  # UnknownRun for an unknown id
-    if original.agent != KIND:
+    if original.kind != KIND:
         raise ValueError(
-            f"run {run_id} is not a relay (it is {original.agent or 'react'})"
+            f"run {run_id} is not a relay (it is {original.kind or 'react'})"
         )
     records = list(client.store.read_all(run_id=run_id))
     upto = fork_point(records, run_id, turn)
@@ -199,7 +199,7 @@ def fork_relay(
     client.begin_run(
         new_id,
         goal=original.goal,
-        agent=KIND,
+        kind=KIND,
         params=params,
         budget=original.budget,
         forked_from=run_id,

@@ -7,7 +7,7 @@ model. The runtime gets from here how to fold them (`chorus state`), replay a ru
 at a builder turn (`chorus fork RUN --at TURN`, actors.relay.fork), set two branches' code
 side by side (`chorus diff`), describe its events, resume one whose process died
 (`chorus resume RUN`), and the `chorus relay`, `chorus escalations` and `chorus resolve`
-verbs; `Client().submit(goal, agent="relay", workspace=DIR)` starts one.
+verbs; `Client().submit(goal, kind="relay", workspace=DIR)` starts one.
 
 Run params (what `submit` takes and RunSubmitted records): `workspace`, `roadmap`,
 `max_retries`, `llm_params`, `resubmit`, and `probes`: the domain probes, `{name: argv}`,
@@ -38,31 +38,13 @@ from actors.runtime.behaviour import Behaviour
 from actors.runtime.client import Client, RunHandle
 from actors.runtime.registry import Registry
 from actors.runtime.replay.report import ReplayReport
-from actors.runtime.runkind import RunKind
+from actors.runtime.runkind import FrontDoor, HttpPolicy, Reading, RunKind, Running, Wording
 from events.base import Event
 from events.store import Recorded
 
 
-@Registry.register_run_kind
-class RelayRun(RunKind):
-    name = KIND
-    summary = "a builder/verifier relay over a roadmap, with retries and escalation (seed 004)"
-    lead = "scheduler"
-    noun = "a relay"
-    lead_label = "schedulers"
-    tallies: ClassVar[dict[str, str]] = {
-        "BatonPassed": "builder turns", "TurnVerified": "verifications", "CheckpointStored": "checkpoints",
-        "EscalationRaised": "escalations", "LlmCompleted": "LLM calls", "ToolReturned": "checks",
-    }  # fmt: skip
-    error_types = frozenset({"EscalationRaised", "RelayStopped"})
-    fork_unit = "turn"
-    # Over HTTP: the workspace and roadmap only inside the folders the server allows (a
-    # fresh folder per run when left out); `resubmit` runs on the server, outside the
-    # sandbox, so only the server's configuration sets it; probes are commands run in the
-    # sandbox, so an admin may send them (actors.api.places).
-    path_options: ClassVar[dict[str, str]] = {"workspace": "workspace", "roadmap": "in workspaces"}
-    server_options: ClassVar[frozenset[str]] = frozenset({"resubmit"})
-    admin_options: ClassVar[frozenset[str]] = frozenset({"probes"})
+class RelayRunning(Running):
+    """How a relay runs: on a thread of this process, or on a RelayActor (`ray=True`)."""
 
     def submit(
         self,
@@ -134,6 +116,10 @@ class RelayRun(RunKind):
         ).start()
         return RunHandle(client, new)
 
+
+class RelayReading(Reading):
+    """How a relay is read: the scheduler's stream leads; a diff adds the branches' code."""
+
     def behaviour(self, stream_id: str, first: Event) -> Behaviour[Any] | None:
         return SchedulerBehaviour() if stream_id == scheduler_stream(first.run_id or "") else None
 
@@ -171,6 +157,10 @@ class RelayRun(RunKind):
     def describe(self, event: Event, brief: bool = False) -> str | None:
         return describe(event, brief=brief)
 
+
+class RelayFront(FrontDoor):
+    """`chorus relay`, `chorus escalations`, `chorus resolve` and the relay's routes."""
+
     def api_routers(self) -> list[tuple[str, Any]]:
         from actors.relay import api  # FastAPI only for the server
 
@@ -178,3 +168,32 @@ class RelayRun(RunKind):
 
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         cli.add_parsers(subparsers)
+
+
+@Registry.register_run_kind
+class RelayRun(RunKind):
+    name = KIND
+    running: ClassVar[type[Running]] = RelayRunning
+    reading: ClassVar[type[Reading]] = RelayReading
+    front: ClassVar[type[FrontDoor]] = RelayFront
+    wording = Wording(
+        summary="a builder/verifier relay over a roadmap, with retries and escalation (seed 004)",
+        lead="scheduler",
+        noun="a relay",
+        lead_label="schedulers",
+        fork_unit="turn",
+        tallies={
+            "BatonPassed": "builder turns", "TurnVerified": "verifications", "CheckpointStored": "checkpoints",
+            "EscalationRaised": "escalations", "LlmCompleted": "LLM calls", "ToolReturned": "checks",
+        },  # fmt: skip
+        error_types=frozenset({"EscalationRaised", "RelayStopped"}),
+    )
+    # Over HTTP: the workspace and roadmap only inside the folders the server allows (a
+    # fresh folder per run when left out); `resubmit` runs on the server, outside the
+    # sandbox, so only the server's configuration sets it; probes are commands run in the
+    # sandbox, so an admin may send them (actors.api.places).
+    http = HttpPolicy(
+        path_options={"workspace": "workspace", "roadmap": "in workspaces"},
+        server_options=frozenset({"resubmit"}),
+        admin_options=frozenset({"probes"}),
+    )

@@ -149,7 +149,7 @@ def start_relay(
     client.begin_run(
         run_id,
         goal=goal,
-        agent=KIND,
+        kind=KIND,
         params={
             "workspace": str(folder),
             "roadmap": str(roadmap) if roadmap is not None else None,
@@ -266,8 +266,8 @@ def serve_relay(
     """Drive the relay to its end and complete the run; resumes a run cut short. `turns`
     makes who does the turns (default: `local_turns`, with `embed` for the memory)."""
     run = client.run_state(run_id)
-    if run.agent != KIND:
-        raise ValueError(f"run {run_id} is not a relay (it is {run.agent or 'react'})")
+    if run.kind != KIND:
+        raise ValueError(f"run {run_id} is not a relay (it is {run.kind or 'react'})")
     store = client.store
     params = dict(run.params.get("llm_params", {}))
     shell = ActorShell(SchedulerBehaviour(), scheduler_stream(run_id), store, run_id=run_id).load()

@@ -60,7 +60,7 @@ def cmd_research(args: argparse.Namespace) -> int:
     budget = Budget(max_llm_calls=args.max_llm_calls, max_tokens=args.max_tokens, max_wall_seconds=args.max_seconds)
     with Client() as client:
         handle = client.submit(
-            args.objective, agent=RESEARCHER, repo=args.repo, max_iterations=args.max_iterations, budget=budget
+            args.objective, kind=RESEARCHER, repo=args.repo, max_iterations=args.max_iterations, budget=budget
         )
         print(f"run {handle.run_id}", flush=True)
         return follow_run(handle, args.quiet)

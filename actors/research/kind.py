@@ -16,10 +16,11 @@ from actors.agent.kind import checked_root, describe_agent, tool_specs
 from actors.agent.lookups import FIND_DEFINITION, new_patches, reads_code
 from actors.agent.patches import check_patches
 from actors.research import cli
-from actors.runtime.function_agent import FunctionRun, describe_function
+from actors.runtime.function_agent import FunctionReading, FunctionRun, FunctionRunning, describe_function
 from actors.runtime.function_tool import tool_ref
 from actors.runtime.progress import short
 from actors.runtime.registry import Registry
+from actors.runtime.runkind import FrontDoor, HttpPolicy, Reading, Running, Wording
 from events.base import Event
 from events.runs import Budget
 
@@ -28,17 +29,9 @@ DEFAULT_TOOLS = ("repository_search", "find_definition", "read_file", "search_fi
 NO_REPO_TOOLS = ("search_files", "find_definition", "read_file")  # without a repository there is no index
 
 
-@Registry.register_run_kind
-class ResearchRun(FunctionRun):
-    name = cli.RESEARCHER
-    summary = "index a repository, plan, research with the ReAct loop, write a report (seed 000)"
-    noun = "a research run"
-    tallies: ClassVar[dict[str, str]] = {
-        "LlmCompleted": "LLM calls", "ToolReturned": "tool calls", "StepRejected": "rejected steps",
-    }  # fmt: skip
-    error_types = frozenset({"FunctionFailed", "ResearchFailed", "AgentFailed", "StepRejected"})
-    path_options: ClassVar[dict[str, str]] = {"root": "workspace"}
-    import_options: ClassVar[frozenset[str]] = frozenset({"tools", "add_tools"})
+class ResearchRunning(FunctionRunning):
+    """A research run starts the lead function with the research options; the rest
+    (resume, fork, signals) is the function runs'."""
 
     def submit(  # type: ignore[override]
         self,
@@ -70,6 +63,10 @@ class ResearchRun(FunctionRun):
         return self.start(client, goal, run_id=run_id, budget=budget, path=LEAD, root=str(root_path), model=None,
                           llm_params=llm_params, options=options)  # fmt: skip
 
+
+class ResearchReading(FunctionReading):
+    """Research events read as research progress; replay is the function runs'."""
+
     def describe(self, event: Event, brief: bool = False) -> str | None:
         t = event.type_name
         d: Any = event
@@ -94,5 +91,26 @@ class ResearchRun(FunctionRun):
         found = describe_agent(event, brief)
         return found if found is not None else describe_function(event, brief)
 
+
+class ResearchCommands(FrontDoor):
+    """`chorus research`."""
+
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         cli.add_parsers(subparsers)
+
+
+@Registry.register_run_kind
+class ResearchRun(FunctionRun):
+    name = cli.RESEARCHER
+    running: ClassVar[type[Running]] = ResearchRunning
+    reading: ClassVar[type[Reading]] = ResearchReading
+    front: ClassVar[type[FrontDoor]] = ResearchCommands
+    wording = Wording(
+        summary="index a repository, plan, research with the ReAct loop, write a report (seed 000)",
+        lead="agent",
+        noun="a research run",
+        lead_label="agent functions",
+        tallies={"LlmCompleted": "LLM calls", "ToolReturned": "tool calls", "StepRejected": "rejected steps"},
+        error_types=frozenset({"FunctionFailed", "ResearchFailed", "AgentFailed", "StepRejected"}),
+    )
+    http = HttpPolicy(path_options={"root": "workspace"}, import_options=frozenset({"tools", "add_tools"}))

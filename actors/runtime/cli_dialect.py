@@ -1,5 +1,5 @@
 """The `chorus` command's one dialect, for every verb (the runtime's and each workload's
-`RunKind.add_commands`): the same flag for the same thing, and one JSON shape per kind of
+a RunKind's `front.add_commands`): the same flag for the same thing, and one JSON shape per kind of
 output.
 
 - a run: the positional `RUN` where a verb needs one (`--run RUN` only as an optional filter);

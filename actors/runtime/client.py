@@ -15,7 +15,6 @@ be PostgreSQL, since a SQLite file cannot be shared between nodes.
 
 from __future__ import annotations
 
-import functools
 import logging
 import os
 import sys
@@ -29,6 +28,7 @@ from actors.runtime import ray_head
 from actors.runtime.perform import tool_error_message
 from actors.runtime.registry import Registry
 from actors.runtime.result import RunResult
+from actors.runtime.runkind import kind_of_submission
 from actors.runtime.run import (
     TERMINAL_TYPES,
     Cancel,
@@ -184,16 +184,6 @@ class Client:
         self._server: Any = None
         self._ray_started = False
 
-    def __getattr__(self, name: str) -> Any:
-        """Verbs a workload adds (`RunKind.client_methods`), e.g. `simulate`."""
-        if name.startswith("_"):
-            raise AttributeError(name)
-        for kind in Registry.run_kinds():
-            method = kind.client_methods().get(name)
-            if method is not None:
-                return functools.partial(method, self)
-        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
-
     # -- lifecycle -------------------------------------------------------------------
 
     def __enter__(self) -> Client:
@@ -261,35 +251,40 @@ class Client:
         self,
         goal: str,
         *,
-        agent: str | None = None,
+        kind: str | None = None,
+        agent: Any = None,
         budget: Budget | None = None,
         run_id: str | None = None,
         **options: Any,
     ) -> RunHandle:
         """Start a run for `goal`; returns at once with a handle to it.
 
-        `agent` names the run's kind ("react" by default; "researcher", "orchestrator",
-        "task", or any registered `RunKind`), or an `@agent` function (or its import path);
-        `options` are that kind's (for an agent: `root`, `tools`, `repo`, `max_iterations`,
-        `llm_params`; for an agent function: `root`, `model`, `llm_params`, and `options`, its
-        keyword arguments). Bad input raises ValueError before anything is written."""
-        if agent is not None and _is_function_agent(agent):  # @agent function, or "pkg.mod:name"
-            options["function"] = agent
-            agent = "function"
-        kind = Registry.run_kind(agent) if agent else Registry.default_run_kind()
+        `kind` names the run's kind ("react" by default; "researcher", "orchestrator",
+        "task", or any registered `RunKind`); `agent` is an `@agent` function (or its import
+        path) to run instead (a run of kind "function"). `options` are the kind's (for
+        "react": `root`, `tools`, `max_iterations`, `llm_params`; for an agent function:
+        `root`, `model`, `llm_params`, and `options`, its keyword arguments). Bad input raises,
+        one line, before anything is written: RegistryError for an unknown kind,
+        ValueError for both `kind` and `agent`, or for options the kind does not take.
+        `agent="researcher"` (a kind's name) is deprecated: it runs that kind, with a
+        DeprecationWarning, until 0.2.0."""
+        kind, function = kind_of_submission(kind, agent, is_function=_is_function_agent)
+        if function is not None:
+            options["function"] = function
+        run_kind = Registry.run_kind(kind) if kind else Registry.default_run_kind()
         if not goal.strip():
             raise ValueError("the goal is empty")
         for name, limit in (budget or Budget()).model_dump().items():
             if limit is not None and limit <= 0:
                 raise ValueError(f"budget {name} must be positive, not {limit}")
-        return kind.submit(self, goal, run_id=run_id or new_run_id(), budget=budget or Budget(), **options)
+        return run_kind.running.submit(self, goal, run_id=run_id or new_run_id(), budget=budget or Budget(), **options)
 
     def begin_run(
         self,
         run_id: str,
         *,
         goal: str,
-        agent: str,
+        kind: str,
         params: dict[str, Any],
         budget: Budget | None = None,
         forked_from: str | None = None,
@@ -302,7 +297,7 @@ class Client:
             Submit(
                 key="submit",
                 goal=goal,
-                agent=agent,
+                kind=kind,
                 params=params,
                 budget=budget or Budget(),
                 forked_from=forked_from,
@@ -330,12 +325,12 @@ class Client:
         live (optionally with another model or parameters). The original run is untouched;
         the new one records where it came from."""
         state = self.run_state(run_id)
-        kind = Registry.run_kind(state.agent) if state.agent else Registry.default_run_kind()
-        return kind.fork(self, run_id, at, model=model, llm_params=llm_params)
+        kind = Registry.run_kind(state.kind) if state.kind else Registry.default_run_kind()
+        return kind.running.fork(self, run_id, at, model=model, llm_params=llm_params)
 
     def resume(self, run_id: str, **options: Any) -> RunHandle:
         """Serve again a run whose actors died (its process was killed, its machine went
-        away): the kind's `resume` starts its lead anew, which goes on from the log, and
+        away): the kind's `running.resume` starts its lead anew, which goes on from the log, and
         idempotency keys append nothing twice. ValueError for a run that has ended or whose
         kind cannot resume; UnknownRun for an unknown id. The run's status in `chorus runs`
         stays "running" while nothing serves it (the log cannot tell a slow run from a
@@ -343,8 +338,8 @@ class Client:
         state = self.run_state(run_id)
         if state.status in ("completed", "failed"):
             raise ValueError(f"run {run_id} has {state.status}: there is nothing to resume")
-        kind = Registry.run_kind(state.agent) if state.agent else Registry.default_run_kind()
-        return kind.resume(self, run_id, **options)
+        kind = Registry.run_kind(state.kind) if state.kind else Registry.default_run_kind()
+        return kind.running.resume(self, run_id, **options)
 
     def signal(self, run_id: str, name: str, payload: Any = None, *, sent_by: str | None = None) -> RunHandle:
         """Send signal `name` (a JSON-able `payload`) to a run whose agent function waits for
@@ -355,8 +350,8 @@ class Client:
         if state.status in ("completed", "failed"):
             raise ValueError(f"run {run_id} has {state.status}: it takes no more signals")
         _is_function_agent("")  # the function kind registered, entry point or not
-        kind = Registry.run_kind(state.agent) if state.agent else Registry.default_run_kind()
-        deliver = getattr(kind, "signal", None)
+        kind = Registry.run_kind(state.kind) if state.kind else Registry.default_run_kind()
+        deliver = getattr(kind.running, "signal", None)
         if deliver is None:
             raise ValueError(f"runs of kind {kind.name!r} take no signals (an @agent function's do: ctx.wait_for)")
         return deliver(self, run_id, name, payload, sent_by=sent_by)

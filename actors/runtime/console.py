@@ -119,7 +119,7 @@ def follow_run(handle: RunHandle, quiet: bool = False) -> int:
 
 def _follow_run(handle: RunHandle, quiet: bool) -> int:
     state = handle.client.run_state(handle.run_id)
-    kind = Registry.run_kind(state.agent) if state.agent else Registry.default_run_kind()
+    kind = Registry.run_kind(state.kind) if state.kind else Registry.default_run_kind()
     calls = None if quiet else CallWatch(handle.client.settings.data_dir)  # tokens so far
     try:
         for rec in handle.events():
@@ -133,7 +133,7 @@ def _follow_run(handle: RunHandle, quiet: bool) -> int:
             calls.stop()
     result = handle.wait()
     if result.ok:
-        print(kind.present(result.answer or ""))
+        print(kind.reading.present(result.answer or ""))
         return 0
     error = result.error.line() if result.error else result.status
     print(f"chorus: run {handle.run_id} failed: {error}", file=sys.stderr)

@@ -48,7 +48,7 @@ from actors.runtime.progress import short
 from actors.runtime.registry import Registry, load_workloads
 from actors.runtime.replay import ReplayReport, replay_stream, run_records
 from actors.runtime.run import Complete, Fail, RunLifecycle, Start, Wait, run_stream
-from actors.runtime.runkind import RunKind
+from actors.runtime.runkind import FUNCTION_KIND, HttpPolicy, Reading, RunKind, Running, Wording
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell
 from actors.runtime.spawn import spawn_actor
@@ -64,7 +64,7 @@ from events.store import ConcurrencyError, EventStore, Recorded
 if TYPE_CHECKING:
     from actors.runtime.client import Client, RunHandle
 
-KIND = "function"
+KIND = FUNCTION_KIND
 FINISHED = ("FunctionCompleted", "FunctionFailed")
 
 
@@ -172,21 +172,9 @@ def record_outcome(run: ActorShell[Any], shell: ActorShell[Any], outcome: Outcom
     return used
 
 
-@Registry.register_run_kind
-class FunctionRun(RunKind):
-    """Runs of an agent written as a plain Python function (`@agent`)."""
-
-    name = KIND
-    summary = "an agent written as a plain Python function (@agent), by its import path"
-    lead = "agent"
-    noun = "a function agent"
-    lead_label = "agent functions"
-    tallies: ClassVar[dict[str, str]] = {"LlmCompleted": "LLM calls", "ToolReturned": "tool calls", "SignalConsumed": "signals"}
-    error_types = frozenset({"FunctionFailed"})
-    # The function is code named by import path: over HTTP only an admin may name one.
-    import_options: ClassVar[frozenset[str]] = frozenset({"function"})
-
-    # -- running ---------------------------------------------------------------------------------
+class FunctionRunning(Running):
+    """How a function run runs: the function served by `FunctionActor` on Ray, resumed,
+    woken by its durable timers and sent signals."""
 
     def submit(
         self,
@@ -231,7 +219,7 @@ class FunctionRun(RunKind):
         params = dict(DEFAULT_PARAMS if llm_params is None else llm_params)
         chosen = model or settings.llm_model
         client.begin_run(
-            run_id, goal=goal, agent=self.name,
+            run_id, goal=goal, kind=self.kind.name,
             params={"agent": path, "root": root, "model": chosen, "llm_params": params, **({"options": options} if options else {})},
             budget=budget,
         )  # fmt: skip
@@ -303,7 +291,7 @@ class FunctionRun(RunKind):
         new_id = uuid.uuid4().hex[:12]
         origin = f"{run_id}@{at}"
         client.begin_run(
-            new_id, goal=original.goal, agent=self.name,
+            new_id, goal=original.goal, kind=self.kind.name,
             params={**original.params, "forked_from": origin, "fork_model": model, "fork_llm_params": llm_params},
             budget=original.budget, forked_from=origin,
         )  # fmt: skip
@@ -320,7 +308,9 @@ class FunctionRun(RunKind):
         client.store.append(new_stream, [forked.stamp(run_id=new_id, command_id="fork")], len(copies))
         return self._spawn(client, new_id, settings, StartFunction.of(prefix[0]))
 
-    # -- reading its log -------------------------------------------------------------------------
+
+class FunctionReading(Reading):
+    """How a function run is read: its `function:ID` stream, re-run against its recording."""
 
     def behaviour(self, stream_id: str, first: Event) -> Behaviour[Any] | None:
         if stream_id.startswith("function:") or isinstance(first, FunctionStarted):
@@ -348,10 +338,24 @@ class FunctionRun(RunKind):
     def describe(self, event: Event, brief: bool = False) -> str | None:
         return describe_function(event, brief)
 
-    # -- the front door -------------------------------------------------------------------------
 
-    def client_methods(self) -> dict[str, Any]:
-        return {}
+@Registry.register_run_kind
+class FunctionRun(RunKind):
+    """Runs of an agent written as a plain Python function (`@agent`)."""
+
+    name = KIND
+    running: ClassVar[type[Running]] = FunctionRunning
+    reading: ClassVar[type[Reading]] = FunctionReading
+    wording = Wording(
+        summary="an agent written as a plain Python function (@agent), by its import path",
+        lead="agent",
+        noun="a function agent",
+        lead_label="agent functions",
+        tallies={"LlmCompleted": "LLM calls", "ToolReturned": "tool calls", "SignalConsumed": "signals"},
+        error_types=frozenset({"FunctionFailed"}),
+    )
+    # The function is code named by import path: over HTTP only an admin may name one.
+    http = HttpPolicy(import_options=frozenset({"function"}))
 
 
 def replay_function_stream(stream: str, original: list[Event], run_id: str) -> tuple[list[Event], Any]:

@@ -1,7 +1,7 @@
 """One readable line per event, for live progress and timelines.
 
 The runtime describes its own events (runs, LLM calls, tool calls, budgets); a run's kind
-describes the rest (`RunKind.describe`) and may restyle the runtime's."""
+describes the rest (its RunKind's `reading.describe`) and may restyle the runtime's."""
 
 from __future__ import annotations
 
@@ -30,7 +30,7 @@ def describe(e: Event, brief: bool = False, kind: RunKind | None = None) -> str:
     """A line for `e`, or '' for events a person watching progress need not see. With
     `brief`, every event gets a line (`chorus events`, `chorus log`)."""
     if kind is not None:
-        line = kind.describe(e, brief)
+        line = kind.reading.describe(e, brief)
         if line is not None:
             return line
     line = describe_runtime(e, brief)
@@ -41,7 +41,7 @@ def describe(e: Event, brief: bool = False, kind: RunKind | None = None) -> str:
 
 def is_error(e: Event, kind: RunKind | None = None) -> bool:
     """Whether a timeline marks `e` as something that went wrong."""
-    if e.type_name in ERROR_TYPES or (kind is not None and e.type_name in kind.error_types):
+    if e.type_name in ERROR_TYPES or (kind is not None and e.type_name in kind.wording.error_types):
         return True
     return e.type_name == "ToolReturned" and not e.ok  # type: ignore[attr-defined]
 

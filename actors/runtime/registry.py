@@ -181,7 +181,7 @@ class Registry:
 
     @classmethod
     def run_kind(cls, name: str) -> Any:
-        """The `RunKind` whose runs carry `name` in `RunSubmitted.agent`."""
+        """The `RunKind` whose runs carry `name` in `RunSubmitted.kind`."""
         load_workloads()
         return _lookup(cls._run_kinds, "run kind", name)
 

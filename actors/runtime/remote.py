@@ -26,7 +26,9 @@ import httpx
 from pydantic_core import to_jsonable_python
 
 import events  # noqa: F401  (registers the event types the server sends)
+from actors.runtime.import_path import is_import_path
 from actors.runtime.result import RunResult
+from actors.runtime.runkind import kind_of_submission
 from actors.runtime.run import TERMINAL_TYPES, RunState, UnknownRun, run_stream
 from events.base import ENVELOPE_FIELDS, Event
 from events.errors import ErrorInfo
@@ -153,15 +155,27 @@ class RemoteClient:
     # -- runs ---------------------------------------------------------------------------------
 
     def submit(
-        self, goal: str, *, agent: str | None = None, budget: Budget | dict[str, Any] | None = None, **options: Any
+        self,
+        goal: str,
+        *,
+        kind: str | None = None,
+        agent: Any = None,
+        budget: Budget | dict[str, Any] | None = None,
+        **options: Any,
     ) -> RemoteRunHandle:
         """Start a run on the server; returns at once. As `Client.submit`; the options
-        (paths included) are the server's: `root` names a folder on the server."""
+        (paths included) are the server's: `root` names a folder on the server, and an
+        agent function is its import path (`agent="pkg.mod:name"`, importable there)."""
+        kind, function = kind_of_submission(kind, agent, is_function=lambda a: callable(a) or (isinstance(a, str) and is_import_path(a)))
+        if function is not None:
+            if callable(function):
+                raise ValueError("over HTTP an agent function goes by its import path: agent='pkg.mod:name'")
+            options["function"] = function
         if options.pop("run_id", None) is not None:
             raise ValueError("a remote run's id is chosen by the server")
         if isinstance(budget, Budget):
             budget = budget.model_dump()
-        body = {"agent": agent, "goal": goal, "params": to_jsonable_python(options, fallback=str), "budget": budget}
+        body = {"kind": kind, "goal": goal, "params": to_jsonable_python(options, fallback=str), "budget": budget}
         return RemoteRunHandle(self, self._call("POST", "/runs", json=body)["run_id"])
 
     def run(self, goal: str, **kwargs: Any) -> RunResult:
@@ -177,7 +191,7 @@ class RemoteClient:
     def run_state(self, run_id: str) -> RunState:
         d = self._detail(run_id)
         return RunState(
-            status=d["status"], goal=d["goal"], agent=d["agent"], params=d["params"], budget=d["budget"],
+            status=d["status"], goal=d["goal"], kind=d["kind"], params=d["params"], budget=d["budget"],
             lead_stream=d["lead_stream"], result=d["result"], error=d["error"], forked_from=d["forked_from"],
         )  # fmt: skip
 

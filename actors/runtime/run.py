@@ -11,6 +11,8 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Literal
 
+from pydantic import model_validator
+
 from actors.runtime.behaviour import Behaviour, Command
 from events.base import Event, State
 from events.errors import ErrorInfo
@@ -38,7 +40,7 @@ def run_stream(run_id: str) -> str:
 class RunState(State):
     status: RunStatus = "new"
     goal: str = ""
-    agent: str = ""
+    kind: str = ""  # the run's kind (RunSubmitted.kind)
     params: dict[str, Any] = {}
     budget: Budget = Budget()
     lead_stream: str | None = None
@@ -48,10 +50,19 @@ class RunState(State):
     waiting_for: str | None = None  # while waiting: the signal's name, or "sleep"
     wake_at: datetime | None = None  # while waiting on a durable timer: when it is due
 
+    @model_validator(mode="before")
+    @classmethod
+    def _kind_was_agent(cls, data: Any) -> Any:
+        """A state snapshotted before the rename named the kind `agent` (see RunSubmitted v3)."""
+        if isinstance(data, dict) and "agent" in data and "kind" not in data:
+            data = {**data, "kind": data["agent"]}
+            del data["agent"]
+        return data
+
 
 class Submit(Command):
     goal: str
-    agent: str = ""  # the run's kind; empty: RunSubmitted's default
+    kind: str = ""  # the run's kind; empty: RunSubmitted's default
     params: dict[str, Any] = {}
     budget: Budget = Budget()
     forked_from: str | None = None
@@ -94,11 +105,11 @@ class RunLifecycle(Behaviour[RunState]):
         if isinstance(command, Submit):
             if state.status != "new":
                 return []
-            agent: dict[str, Any] = {"agent": command.agent} if command.agent else {}
+            kind: dict[str, Any] = {"kind": command.kind} if command.kind else {}
             return [
                 RunSubmitted(
                     goal=command.goal,
-                    **agent,
+                    **kind,
                     params=command.params,
                     budget=command.budget,
                     forked_from=command.forked_from,
@@ -132,7 +143,7 @@ class RunLifecycle(Behaviour[RunState]):
                 update=dict(
                     status="submitted",
                     goal=event.goal,
-                    agent=event.agent,
+                    kind=event.kind,
                     params=event.params,
                     budget=event.budget,
                     forked_from=event.forked_from,

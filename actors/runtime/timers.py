@@ -81,12 +81,12 @@ def wake_run(settings: Any, run_id: str, llm: Any = None) -> Any:
 
     store = EventStore(settings.store_url)
     try:
-        agent = ActorShell(RunLifecycle(), run_stream(run_id), store).load().state.agent
+        kind = ActorShell(RunLifecycle(), run_stream(run_id), store).load().state.kind
     finally:
         store.close()
-    wake = getattr(Registry.run_kind(agent), "wake", None)
+    wake = getattr(Registry.run_kind(kind).running, "wake", None)
     if wake is None:
-        raise ValueError(f"runs of kind {agent!r} have no durable timers")
+        raise ValueError(f"runs of kind {kind!r} have no durable timers")
     return wake(settings, run_id, llm)
 
 

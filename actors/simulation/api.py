@@ -160,7 +160,7 @@ def build_router() -> APIRouter:
         limit: Annotated[int, Query(ge=1, le=500)] = 50, offset: Annotated[int, Query(ge=0)] = 0,
     ) -> SessionList:  # fmt: skip
         """Simulation sessions, newest first."""
-        rows = [r for r in svc.client.runs() if r["agent"] == KIND]
+        rows = [r for r in svc.client.runs() if r["kind"] == KIND]
         found = []
         for r in rows[offset : offset + limit]:
             try:
@@ -432,7 +432,7 @@ def _created(svc: Services, session_id: str) -> WorldCreated:
 
 def _simulation(svc: Services, session_id: str) -> None:
     state = svc.client.run_state(session_id)
-    if state.agent != KIND:
+    if state.kind != KIND:
         raise UnknownSession(f"run {session_id} is not a simulation session")
 
 

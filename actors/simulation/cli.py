@@ -209,7 +209,7 @@ def cmd_usage(args: argparse.Namespace) -> int:
 
 def cmd_sessions(args: argparse.Namespace) -> int:
     with Client(start_ray=False) as client:
-        rows = [r for r in client.runs() if r["agent"] == KIND]
+        rows = [r for r in client.runs() if r["kind"] == KIND]
     if args.json:
         for r in rows:
             print_json(r)

@@ -1,7 +1,9 @@
-"""A simulation session from Python: `Client().simulate(pack)` (or `open_session`).
+"""A simulation session from Python: `simulate(client, pack)` (or `open_session(client, id)`).
 
+    from actors import Client
+    from actors.simulation.client import simulate
     with Client() as chorus:
-        session = chorus.simulate("actors/simulation/packs/lighthouse.yaml")
+        session = simulate(chorus, "actors/simulation/packs/lighthouse.yaml")
         session.stimulus("A ship's horn sounds from the sea.")
         for cycle in session.step(3):
             print(cycle["cycle"], cycle["outcomes"])
@@ -53,7 +55,7 @@ def create_session(
     client.begin_run(
         run_id,
         goal=f"simulate {pack.name}",
-        agent=KIND,
+        kind=KIND,
         params={
             "pack": str(pack_path), "pack_digest": pack.digest, "director": config.model_dump(),
             "llm_params": {**DEFAULT_SYNTH_PARAMS, **(llm_params or {})},
@@ -75,8 +77,8 @@ class Simulation:
         self.llm = llm if llm is not None else client.llm
         self.check = check
         state = client.run_state(run_id)
-        if state.agent != KIND:
-            raise UnknownSession(f"run {run_id} is not a simulation session (it is {state.agent or 'react'})")
+        if state.kind != KIND:
+            raise UnknownSession(f"run {run_id} is not a simulation session (it is {state.kind or 'react'})")
         self.config = DirectorConfig.model_validate(state.params.get("director", {}))
         self.llm_params = {**DEFAULT_SYNTH_PARAMS, **state.params.get("llm_params", {})}
         self._director: Any = None
@@ -190,7 +192,7 @@ def simulate(
     llm_params: dict[str, Any] | None = None,
     **config: Any,
 ) -> Simulation:
-    """`Client().simulate(pack)`: a new session from a content pack, ready to step.
+    """`simulate(client, pack)`: a new session from a content pack, ready to step.
     `llm_params` (temperature, max_tokens) are the synths' model parameters, kept with the
     session; `config` is DirectorConfig's (max_microcycles, max_events)."""
     run_id = run_id or new_run_id()
@@ -199,5 +201,5 @@ def simulate(
 
 
 def open_session(client: Any, run_id: str, *, ray: bool = True, llm: Any = None) -> Simulation:
-    """`Client().open_session(id)`: an existing session."""
+    """`open_session(client, id)`: an existing session (its id is its run id)."""
     return Simulation(client, run_id, ray=ray, llm=llm)

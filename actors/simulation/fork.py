@@ -47,7 +47,7 @@ def fork_session(client: Any, run_id: str, cycle: int, new_run_id: str) -> str:
             type(e).model_validate({**e.payload(), "timestamp": e.timestamp, "run_id": new_run_id})
         )
     params = {**state.params, "forked_at_cycle": cycle}
-    client.begin_run(new_run_id, goal=state.goal, agent=state.agent, params=params, forked_from=run_id)
+    client.begin_run(new_run_id, goal=state.goal, kind=state.kind, params=params, forked_from=run_id)
     client.store.append_many([(stream, events, 0) for stream, events in batches.items()])
     run = ActorShell(RunLifecycle(), run_stream(new_run_id), client.store, run_id=new_run_id).load()
     run.handle(Start(key="start", lead_stream=director_stream(new_run_id)))

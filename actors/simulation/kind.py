@@ -4,7 +4,8 @@ A session is a run of kind "simulation": `run:ID` plus the world, director and s
 streams. It does not end by itself: it waits, paused, between `chorus sim step`s. The
 runtime gets from here how to fold its streams (`chorus state`), replay it, fork it at a
 cycle, diff two lineages (by their directors' verdicts), describe its events, and the
-`chorus sim` verbs; the Client gets `simulate` and `open_session`.
+`chorus sim` verbs. From Python a session is `actors.simulation.client.simulate(client, pack)`
+(or `open_session(client, id)`): functions taking the client, not methods grafted on it.
 
 Seed 002 reserves the synths' inner monologue for admin; `admin_only` declares it, and the
 minds and prompts that carry it (beliefs, memories, mental models, projects; a synth's LLM
@@ -17,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import uuid
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -25,9 +25,9 @@ from actors.runtime.behaviour import Behaviour, Command
 from actors.runtime.client import Client, RunHandle
 from actors.runtime.registry import Registry
 from actors.runtime.replay.report import ReplayReport
-from actors.runtime.runkind import RunKind
+from actors.runtime.runkind import FrontDoor, HttpPolicy, Reading, RunKind, Running, Wording
 from actors.simulation import cli
-from actors.simulation.client import KIND, create_session, open_session, simulate
+from actors.simulation.client import KIND, create_session
 from actors.simulation.cognition import SynthMind
 from actors.simulation.director import DirectorConfig, DirectorState, evolve_director
 from actors.simulation.fork import fork_session
@@ -90,30 +90,10 @@ class WorldBehaviour(Behaviour[WorldState]):
         return WorldState(world=world)
 
 
-@Registry.register_run_kind
-class SimulationRun(RunKind):
-    name = KIND
-    summary = "a world simulation session: content pack, director cycles, synths (seed 002)"
-    lead = "director"
-    noun = "a simulation session"
-    lead_label = "directors"
-    fork_unit = "cycle"
-    live = False  # a session waits between steps: submitting or forking one returns its id
-    tallies: ClassVar[dict[str, str]] = {
-        "CycleCommitted": "committed cycles", "CycleRolledBack": "rolled-back cycles", "StimulusQueued": "stimuli",
-    }  # fmt: skip
-    error_types = frozenset({"CycleRolledBack"})
-    path_options: ClassVar[dict[str, str]] = {"goal": "packs", "pack": "packs"}
-    bundled: ClassVar[dict[str, tuple[Path, ...]]] = {"packs": (PACKS,)}
+class SimulationRunning(Running):
+    """How a session runs: recorded here, then stepped by its user (`chorus sim step`)."""
 
-    def admin_only(self, stream_id: str, what: str) -> tuple[str, ...]:
-        """A synth's mind, its cognitions and its LLM calls (seed 002: the inner monologue is
-        admin's). An event type of a synth stream not listed here is hidden whole."""
-        if not is_synth_stream(stream_id):
-            return ()
-        if what == "state":
-            return MIND
-        return _SYNTH_EVENTS.get(what, ("*",))
+    live = False  # a session waits between steps: submitting or forking one returns its id
 
     def submit(self, client: Client, goal: str, *, run_id: str, budget: Any = None, **options: Any) -> RunHandle:
         """`goal` is the content pack's path (or pass `pack=`); options are DirectorConfig's."""
@@ -129,6 +109,20 @@ class SimulationRun(RunKind):
             raise ValueError("a simulation fork continues with the session's own model; --model/--temperature do not apply")
         new = fork_session(client, run_id, at, uuid.uuid4().hex[:12])
         return RunHandle(client, new)
+
+
+class SimulationReading(Reading):
+    """How a session is read: the director, world and synth streams; the synths' minds
+    admin's alone."""
+
+    def admin_only(self, stream_id: str, what: str) -> tuple[str, ...]:
+        """A synth's mind, its cognitions and its LLM calls (seed 002: the inner monologue is
+        admin's). An event type of a synth stream not listed here is hidden whole."""
+        if not is_synth_stream(stream_id):
+            return ()
+        if what == "state":
+            return MIND
+        return _SYNTH_EVENTS.get(what, ("*",))
 
     def behaviour(self, stream_id: str, first: Event) -> Behaviour[Any] | None:
         run_id = first.run_id
@@ -158,8 +152,9 @@ class SimulationRun(RunKind):
     def present(self, answer: str) -> str:
         return answer
 
-    def client_methods(self) -> dict[str, Callable[..., Any]]:
-        return {"simulate": simulate, "open_session": open_session}
+
+class SimulationFront(FrontDoor):
+    """`chorus sim` and the `/v1/sessions` routes."""
 
     def api_routers(self) -> list[tuple[str, Any]]:
         from actors.simulation import api  # FastAPI only for the server
@@ -168,3 +163,21 @@ class SimulationRun(RunKind):
 
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         cli.add_parsers(subparsers)
+
+
+@Registry.register_run_kind
+class SimulationRun(RunKind):
+    name = KIND
+    running: ClassVar[type[Running]] = SimulationRunning
+    reading: ClassVar[type[Reading]] = SimulationReading
+    front: ClassVar[type[FrontDoor]] = SimulationFront
+    wording = Wording(
+        summary="a world simulation session: content pack, director cycles, synths (seed 002)",
+        lead="director",
+        noun="a simulation session",
+        lead_label="directors",
+        fork_unit="cycle",
+        tallies={"CycleCommitted": "committed cycles", "CycleRolledBack": "rolled-back cycles", "StimulusQueued": "stimuli"},
+        error_types=frozenset({"CycleRolledBack"}),
+    )
+    http = HttpPolicy(path_options={"goal": "packs", "pack": "packs"}, bundled={"packs": (PACKS,)})

@@ -13,7 +13,7 @@
 
 A workflow is a run like any other (`chorus runs`, `chorus log`, `chorus replay`,
 `chorus diff`, and `Client.fork`): its `RunKind` is `actors.tasks.kind.TaskRun`, so
-`Client().submit(text, agent="task", params=...)` starts one too. The model
+`Client().submit(text, kind="task", params=...)` starts one too. The model
 server is started only when the workflow can call a model.
 """
 

@@ -15,29 +15,20 @@ from actors.runtime.behaviour import Behaviour
 from actors.runtime.client import Client, RunHandle
 from actors.runtime.registry import Registry
 from actors.runtime.replay import Divergence, ReplayReport, replay_stream
-from actors.runtime.runkind import RunKind
+from actors.runtime.runkind import FrontDoor, HttpPolicy, Reading, RunKind, Running, Wording
 from actors.tasks import cli
 from actors.tasks.client import fork_task, resume_task, submit_task
 from actors.tasks.journal import JournalDivergence
 from actors.tasks.progress import describe_workflow
-from actors.tasks.runner import AGENT
+from actors.tasks.runner import KIND
 from actors.tasks.workflow import ForkWorkflow, StartWorkflow, WorkflowBehaviour, execute_workflow, task_stream
 from events.base import Event
 from events.store import Recorded
 from actors.tasks.events import WorkflowForked, WorkflowStarted
 
 
-@Registry.register_run_kind
-class TaskRun(RunKind):
-    name = AGENT
-    summary = "an S-expression workflow of atomic tasks and tools (seed 001)"
-    lead = "workflow"
-    noun = "a task workflow"
-    lead_label = "workflows"
-    tallies = {"LlmCompleted": "LLM calls", "ToolReturned": "tool calls", "TaskCalled": "task calls"}
-    # Over HTTP: the workspace, template folders and a memory-index file only inside the
-    # folders the server allows (a fresh workspace per run when left out).
-    path_options: ClassVar[dict[str, str]] = {"workspace": "workspace", "template_dirs": "in workspaces", "index": "in workspaces"}
+class TaskRunning(Running):
+    """How a workflow runs: served by `TaskActor`; forked and resumed by actors.tasks.client."""
 
     def submit(self, client: Client, goal: str, *, run_id: str, budget: Any = None, **options: Any) -> RunHandle:
         """`goal` is the workflow (an S-expression, a task or tool name, or a question with
@@ -52,6 +43,10 @@ class TaskRun(RunKind):
 
     def resume(self, client: Client, run_id: str, **options: Any) -> RunHandle:
         return resume_task(client, run_id, **options)
+
+
+class TaskReading(Reading):
+    """How a workflow run is read: its `task:ID` stream, re-executed on replay."""
 
     def behaviour(self, stream_id: str, first: Event) -> Behaviour[Any] | None:
         return WorkflowBehaviour() if stream_id == task_stream(first.run_id) else None
@@ -92,5 +87,27 @@ class TaskRun(RunKind):
     def describe(self, event: Event, brief: bool = False) -> str | None:
         return describe_workflow(event)
 
+
+class TaskCommands(FrontDoor):
+    """`chorus task`."""
+
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         cli.add_parsers(subparsers)
+
+
+@Registry.register_run_kind
+class TaskRun(RunKind):
+    name = KIND
+    running: ClassVar[type[Running]] = TaskRunning
+    reading: ClassVar[type[Reading]] = TaskReading
+    front: ClassVar[type[FrontDoor]] = TaskCommands
+    wording = Wording(
+        summary="an S-expression workflow of atomic tasks and tools (seed 001)",
+        lead="workflow",
+        noun="a task workflow",
+        lead_label="workflows",
+        tallies={"LlmCompleted": "LLM calls", "ToolReturned": "tool calls", "TaskCalled": "task calls"},
+    )
+    # Over HTTP: the workspace, template folders and a memory-index file only inside the
+    # folders the server allows (a fresh workspace per run when left out).
+    http = HttpPolicy(path_options={"workspace": "workspace", "template_dirs": "in workspaces", "index": "in workspaces"})

@@ -52,7 +52,7 @@ from events.errors import ErrorInfo
 from events.runs import Budget
 from events.store import EventStore
 
-AGENT = "task"  # RunSubmitted.agent for workflow runs: the name of their RunKind
+KIND = "task"  # RunSubmitted.kind of workflow runs: the name of their RunKind
 DEFAULT_LLM_PARAMS = {"temperature": 0.0, "max_tokens": 512}
 WORLD_FORMS = frozenset({"call", "get_context"})
 IDENTIFIER = re.compile(r"[^\s()\"';]+\Z")
@@ -197,7 +197,7 @@ def submit(
         Submit(
             key="submit",
             goal=start.text,
-            agent=AGENT,
+            kind=KIND,
             params={"kind": start.kind, "params": start.params, "workspace": start.workspace},
             budget=budget or Budget(),
             forked_from=forked_from,

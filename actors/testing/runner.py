@@ -103,7 +103,7 @@ def run_agent(
     params = dict(DEFAULT_PARAMS if llm_params is None else llm_params)
     lifecycle = ActorShell(RunLifecycle(), run_stream(run_id), store, run_id=run_id).load()
     lifecycle.handle(Submit(
-        key="submit", goal=goal, agent="function", budget=budget or Budget(),
+        key="submit", goal=goal, kind="function", budget=budget or Budget(),
         params={"agent": path, "root": root, "model": "scripted", "llm_params": params},
     ))  # fmt: skip
     shell = ActorShell(FunctionBehaviour(), function_stream(run_id), store, run_id=run_id).load()

@@ -189,7 +189,7 @@ def main(argv: list[str] | None = None) -> None:
         newest = f"bench-{(n // 45):06d}"
         settings = Settings.from_env(data_dir=tmp, store_url=url_store, llm_base_url="http://127.0.0.1:9/v1")
         with Client(settings=settings, start_ray=False) as c:
-            c.begin_run(LATENCY_RUN, goal="latency", agent="react", params={})
+            c.begin_run(LATENCY_RUN, goal="latency", kind="react", params={})
         with api_server(url_store, tmp) as url:
             rates = read_rates(url, newest, args.per_round, args.rounds)
             ratio = [r / b for r, b in zip(rates["route"], rates["bare"], strict=True)]

@@ -14,8 +14,8 @@ Systems, all against the same llama.cpp server, in one run:
                 quoted evidence, the verify step)
 - before:       the same agent with `grounded=False`, no patches and the tools it had before
                 (search_files, read_file): its old prompt, no evidence check
-- researcher:   `agent="researcher"`, root the package (plan, loop, report)
-- orchestrator: `agent="orchestrator"` over a folder holding a copy of the package
+- researcher:   `kind="researcher"`, root the package (plan, loop, report)
+- orchestrator: `kind="orchestrator"` over a folder holding a copy of the package
 - bare:         the openai client in a plain loop with its own prompt, its own JSON reading and
                 its own two tools (grep and read, written here): no Chorus code at all
 
@@ -207,8 +207,8 @@ def main() -> int:
                 return chorus.submit(q, root=pkg, max_iterations=it, grounded=False, tools=["search_files", "read_file"],
                                      patches=[])  # its prompt before grounding (not the plain agent's files_prompt)
             if system == "researcher":
-                return chorus.submit(q, agent="researcher", repo=str(pkg), max_iterations=it)
-            return chorus.submit(q, agent="orchestrator", root=repos, max_iterations=it)
+                return chorus.submit(q, kind="researcher", repo=str(pkg), max_iterations=it)
+            return chorus.submit(q, kind="orchestrator", root=repos, max_iterations=it)
 
         for set_name in names:
             path, package = SETS[set_name]

@@ -65,7 +65,7 @@ def old_runs(store: EventStore, limit: int | None = None) -> list[dict[str, Any]
         if e.type_name == "RunSubmitted":
             rows[e.run_id] = {
                 "run_id": e.run_id, "status": "submitted", "goal": e.goal,
-                "agent": e.agent, "forked_from": e.forked_from,
+                "kind": e.kind, "forked_from": e.forked_from,
                 "submitted_at": e.timestamp, "ended_at": None,
             }  # fmt: skip
         elif e.run_id in rows:
@@ -95,7 +95,7 @@ def run_events(n: int) -> Iterator[list[Event]]:
 
     forked = f"run-{n // 2:06d}@{40 + n % 50}" if n % 10 == 3 else None
     yield stamped(lifecycle, RunSubmitted(goal=f"Which file defines the Registry class? ({n})", params={"root": "."},
-                                          agent="task" if n % 7 == 0 else "react", forked_from=forked))
+                                          kind="task" if n % 7 == 0 else "react", forked_from=forked))
     yield stamped(lifecycle, RunStarted(lead_stream=agent))
     tools = [ToolSpec(name="search", signature="search(query: str)", description="grep the tree")]
     yield stamped(agent, AgentStarted(goal="Which file defines the Registry class?", root=".", tools=tools,

@@ -73,11 +73,11 @@ from tests.support import codeqa_llm, fake_research
 address, tmp = sys.argv[1], Path(sys.argv[2])
 out = {}
 with Client(address=address, llm=ScriptedProvider(fake_research.researcher)) as c:
-    run = c.submit("Where are payments recorded?", agent="researcher", repo=str(fake_research.make_repo(tmp / "repo")))
+    run = c.submit("Where are payments recorded?", kind="researcher", repo=str(fake_research.make_repo(tmp / "repo")))
     out["research"] = run.wait(timeout=400).__dict__ | {"error": str(run.result.error)}
 with Client(address=address, llm=ScriptedProvider(codeqa_llm.orchestrator)) as c:
     repos = codeqa_llm.make_repos(tmp / "repos")
-    run = c.submit("How is a discount code applied?", root=repos, agent="orchestrator", tools=list(TOOLS))
+    run = c.submit("How is a discount code applied?", root=repos, kind="orchestrator", tools=list(TOOLS))
     out["codeqa"] = run.wait(timeout=400).__dict__ | {"error": str(run.result.error)}
 import ray
 from actors.index.vector_actor import NAMESPACE, actor_name

@@ -52,7 +52,7 @@ def test_the_orchestrator_asks_the_local_model_once_and_replays(tmp_path):
     with Client(settings=settings) as chorus:
         run = chorus.submit(
             "In the inventory repository, at what quantity does an item need to be reordered?",
-            root=repos, agent="orchestrator", tools=list(TOOLS), max_iterations=1,
+            root=repos, kind="orchestrator", tools=list(TOOLS), max_iterations=1,
             llm_params={"temperature": 0.0, "max_tokens": 96},
         )  # fmt: skip
         code = follow_question(run, out=out, err=err)

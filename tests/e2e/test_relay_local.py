@@ -44,7 +44,7 @@ def test_one_relay_turn_on_the_local_model_replays_and_its_tree_is_its_log(tmp_p
     with Client(settings=settings, start_ray=False) as chorus:
         handle = chorus.submit(
             "a small text toolkit",
-            agent="relay",
+            kind="relay",
             workspace=str(tmp_path / "ws"),
             roadmap=str(tmp_path / "roadmap.yaml"),
             max_retries=0,

@@ -27,7 +27,7 @@ def test_research_on_the_local_model_plans_reports_and_replays(tmp_path):
     model = Settings.from_env().model_path  # assembled once by `make setup`
     settings = Settings.from_env(data_dir=tmp_path / "data", store_url=f"sqlite:///{tmp_path / 'chorus.db'}", gguf_path=model)
     with Client(settings=settings) as chorus:
-        run = chorus.submit("Where are payments recorded?", agent="researcher", repo=str(repo), max_iterations=1)
+        run = chorus.submit("Where are payments recorded?", kind="researcher", repo=str(repo), max_iterations=1)
         result = run.wait(timeout=1800)
         events = [r.event for r in chorus.events(run.run_id)]
         row = ResearchHistory.open(chorus.store).get(run.run_id)

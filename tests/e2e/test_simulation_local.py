@@ -18,6 +18,7 @@ import pytest
 from actors import Client
 from actors.runtime.replay import replay_run
 from actors.runtime.settings import Settings
+from actors.simulation.client import simulate
 from actors.simulation.session import Canonical
 from events.effects import LlmCompleted, LlmFailed
 from actors.simulation.events import SynthCognized
@@ -44,7 +45,7 @@ def test_one_cycle_of_the_lighthouse_on_the_local_model_replays(tmp_path):
     pack = one_synth_lighthouse(tmp_path / "lighthouse.yaml")
     settings = Settings.from_env(store_url=f"sqlite:///{tmp_path / 'chorus.db'}")
     with Client(settings=settings) as chorus:
-        sim = chorus.simulate(pack, max_microcycles=1, llm_params={"max_tokens": 32})
+        sim = simulate(chorus, pack, max_microcycles=1, llm_params={"max_tokens": 32})
         try:
             cycles = sim.step(1)
         finally:

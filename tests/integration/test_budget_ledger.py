@@ -36,9 +36,9 @@ def calls_in_log(c: Client, run_id: str) -> int:
 WORKLOADS = {
     # name: (script, submit options); each would make more calls than its budget allows
     "react": (fake_llm.never_answers, {}),
-    "orchestrator": (codeqa_llm.orchestrator, {"agent": "orchestrator", "tools": list(TOOLS)}),
-    "researcher": (no_repo_researcher, {"agent": "researcher"}),
-    "task": (director_evaluator_script(3), {"agent": "task", "params": {"goal": "a haiku"}}),
+    "orchestrator": (codeqa_llm.orchestrator, {"kind": "orchestrator", "tools": list(TOOLS)}),
+    "researcher": (no_repo_researcher, {"kind": "researcher"}),
+    "task": (director_evaluator_script(3), {"kind": "task", "params": {"goal": "a haiku"}}),
 }
 
 
@@ -68,7 +68,7 @@ def test_every_workload_makes_at_most_its_budget_of_calls(client, tmp_path, work
 def test_a_completed_code_question_reports_every_call_of_its_log(client, tmp_path):
     repos = codeqa_llm.make_repos(tmp_path / "repos")
     with client(codeqa_llm.orchestrator) as c:
-        run = c.submit("How is a discount code applied?", root=repos, agent="orchestrator", tools=list(TOOLS))
+        run = c.submit("How is a discount code applied?", root=repos, kind="orchestrator", tools=list(TOOLS))
         result = run.wait(timeout=120)
         completed = c.store.read_stream(run_stream(run.run_id))[-1]
         [usage] = AuditTrail.open(c.store).usage_by_run(run.run_id)
@@ -82,7 +82,7 @@ def test_a_lead_killed_mid_run_goes_on_with_the_count_its_log_holds(client, tmp_
     repos = codeqa_llm.make_repos(tmp_path / "repos")
     with client(slow_orchestrator) as c:
         run = c.submit(
-            "How is a discount code applied?", root=repos, agent="orchestrator", tools=list(TOOLS),
+            "How is a discount code applied?", root=repos, kind="orchestrator", tools=list(TOOLS),
             budget=Budget(max_llm_calls=5),
         )  # fmt: skip
         deadline = time.monotonic() + 120

@@ -22,7 +22,7 @@ def test_a_code_question_runs_on_ray_and_prints_answer_and_sources(client, tmp_p
     repos = codeqa_llm.make_repos(tmp_path / "repos")
     out, err = io.StringIO(), io.StringIO()
     with client(codeqa_llm.orchestrator) as c:
-        run = c.submit("How is a discount code applied?", root=repos, agent="orchestrator", tools=list(TOOLS))
+        run = c.submit("How is a discount code applied?", root=repos, kind="orchestrator", tools=list(TOOLS))
         code = follow_question(run, out=out, err=err)
         records = c.events(run.run_id)
         report = replay_run(c.store, run.run_id)
@@ -54,7 +54,7 @@ def test_a_run_that_does_not_answer_exits_1_with_its_error(client, tmp_path):
     repos = codeqa_llm.make_repos(tmp_path / "repos")
     out, err = io.StringIO(), io.StringIO()
     with client(fake_llm.searches_forever) as c:  # calls a tool the orchestrator does not have
-        run = c.submit("How?", root=repos, agent="orchestrator", tools=list(TOOLS), max_iterations=2)
+        run = c.submit("How?", root=repos, kind="orchestrator", tools=list(TOOLS), max_iterations=2)
         code = follow_question(run, quiet=True, out=out, err=err)
     assert code == 1 and out.getvalue() == ""
     assert err.getvalue().startswith(f"chorus: run {run.run_id} failed: ")

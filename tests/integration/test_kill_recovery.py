@@ -88,17 +88,17 @@ def submit(c: Client, workload: str, i: int, where: dict[str, Any]) -> Any:
     if workload == "react":
         return c.submit(f"Read the notes line by line, pass {i}", root=where["notes"], max_iterations=12, budget=budget)
     if workload == "researcher":
-        return c.submit(f"Where are payments recorded? Pass {i}.", agent="researcher", repo=str(where["repo"]), budget=budget)
+        return c.submit(f"Where are payments recorded? Pass {i}.", kind="researcher", repo=str(where["repo"]), budget=budget)
     if workload == "orchestrator":
         return c.submit(
-            f"How is a discount code applied? Pass {i}.", root=where["repos"], agent="orchestrator",
+            f"How is a discount code applied? Pass {i}.", root=where["repos"], kind="orchestrator",
             tools=list(TOOLS), budget=budget,
         )  # fmt: skip
     # A tool call first (a script: at-least-once, so run again if a kill cuts it off), then
     # the director-evaluator loop.
     workflow = f'(bind lines (system:run_script "sleep 0.2; wc -l < notes.txt"))\n{EXAMPLE.read_text()}'
     return c.submit(
-        workflow, agent="task", workspace=where["notes"], budget=budget,
+        workflow, kind="task", workspace=where["notes"], budget=budget,
         params={"goal": f"a haiku, pass {i}", "max_rounds": "6"},
     )  # fmt: skip
 
@@ -125,11 +125,11 @@ def check_run(c: Client, handle: Any, workload: str, why: str) -> list[Any]:
     streams: dict[str, list[Any]] = {}
     for r in records:
         streams.setdefault(r.event.stream_id, []).append(r.event)
-    kind = Registry.run_kind(c.run_state(run_id).agent)
+    kind = Registry.run_kind(c.run_state(run_id).kind)
     for stream_id, events in streams.items():
         versions = [e.version for e in events]
         assert versions == list(range(1, len(events) + 1)), f"{why}: {stream_id} versions {versions}"
-        behaviour = RunLifecycle() if stream_id == run_stream(run_id) else kind.behaviour(stream_id, events[0])
+        behaviour = RunLifecycle() if stream_id == run_stream(run_id) else kind.reading.behaviour(stream_id, events[0])
         if behaviour is None:  # a tool's own calls: no state, but each call once, even after a re-run
             indexes = [e.call_index for e in events if e.type_name == "LlmRequested"]
             assert indexes == list(range(1, len(indexes) + 1)), f"{why}: {stream_id} calls {indexes}"
@@ -146,7 +146,7 @@ def check_run(c: Client, handle: Any, workload: str, why: str) -> list[Any]:
         import ray
 
         summary = ray.get(handle._actor.state.remote(), timeout=60)
-        folded = rebuild(kind.behaviour(lead, streams[lead][0]), streams[lead])
+        folded = rebuild(kind.reading.behaviour(lead, streams[lead][0]), streams[lead])
         assert summary["version"] == len(streams[lead]), f"{why}: the lead of {run_id} is not at its log's end"
         assert summary["state"] == folded.model_dump(mode="json"), f"{why}: the lead of {run_id} is not its log's fold"
     requested = [r.event for r in records if r.event.type_name == "LlmRequested"]

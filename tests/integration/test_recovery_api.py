@@ -74,7 +74,7 @@ def test_a_relay_nothing_serves_is_resumed_over_http_and_completes(api):
     assert client.run_state("dead").status == "running"
     assert http.post("/v1/runs/dead/resume", headers=READ).status_code == 403
     resumed = http.post("/v1/runs/dead/resume", headers=OPERATE)
-    assert resumed.status_code == 200 and resumed.json()["agent"] == "relay"
+    assert resumed.status_code == 200 and resumed.json()["kind"] == "relay"
     deadline = time.monotonic() + 120  # a safety net, not a measurement
     while client.run_state("dead").status == "running":
         assert time.monotonic() < deadline, "the resumed relay did not end"

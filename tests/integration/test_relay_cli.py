@@ -1,7 +1,7 @@
 """`chorus relay` in this process, with a scripted model behind `provider_for`: a run with a
 roadmap file shows live progress, `--show` reads it from the views, `chorus replay` finds it
 identical with no live call; without a file the Orchestrator's call is recorded first; bad
-input is one line, exit 2, and nothing written; `Client().submit(agent="relay")` runs one."""
+input is one line, exit 2, and nothing written; `Client().submit(kind="relay")` runs one."""
 
 from __future__ import annotations
 
@@ -147,7 +147,7 @@ def test_client_submit_runs_a_relay(env):
     with Client(settings=Settings.from_env(), start_ray=False, llm=provider) as client:
         handle = client.submit(
             "arithmetic",
-            agent="relay",
+            kind="relay",
             workspace=str(tmp / "ws"),
             roadmap=str(tmp / "roadmap.yaml"),
         )

@@ -310,7 +310,7 @@ def test_a_workspace_in_use_is_refused_before_anything_is_written(env):
         with pytest.raises(ValueError, match="exists already"):
             fork_relay(c, run_id, 1, new_id=run_id, workspace=tmp / "free")
         with pytest.raises(ValueError, match="is not a relay"):
-            c.begin_run("plain", goal="g", agent="react", params={})
+            c.begin_run("plain", goal="g", kind="react", params={})
             fork_relay(c, "plain", 1)
         assert (
             len(list(c.store.read_all())) == before + 1

@@ -36,7 +36,7 @@ def relay(ray_local, tmp_path):
         (tmp_path / "roadmap.yaml").write_text(roadmap)
         handle = client.submit(
             "arithmetic",
-            agent="relay",
+            kind="relay",
             workspace=str(tmp_path / "ws"),
             roadmap=str(tmp_path / "roadmap.yaml"),
             ray=True,

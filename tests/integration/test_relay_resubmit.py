@@ -192,7 +192,7 @@ def test_client_submit_takes_a_resubmit_command(env):
     """Needs RelayRun.submit (actors/relay/kind.py) to accept the `resubmit` option."""
     client, tmp = env
     handle = client.submit(
-        "arithmetic", agent="relay", workspace=str(tmp / "ws"), roadmap=str(tmp / "roadmap.yaml"), resubmit=LIST_FILES
+        "arithmetic", kind="relay", workspace=str(tmp / "ws"), roadmap=str(tmp / "roadmap.yaml"), resubmit=LIST_FILES
     )
     assert handle.wait(timeout=120).status == "completed"
     assert [o.ok for o in outcomes(client.store, handle.run_id)] == [True, True]

@@ -88,7 +88,7 @@ def test_a_run_with_nothing_to_re_execute_is_not_identical(tmp_path: Path) -> No
     store = EventStore("memory://")
     with store:
         lifecycle = ActorShell(RunLifecycle(), run_stream("empty"), store, run_id="empty").load()
-        lifecycle.handle(Submit(key="submit", goal="g", agent="react", params={}))
+        lifecycle.handle(Submit(key="submit", goal="g", kind="react", params={}))
         report = replay_run(store, "empty")
     assert not report.ok and "nothing to re-execute" in report.divergence.describe()
 

@@ -30,7 +30,7 @@ def client(ray_local, tmp_path):
 def test_research_indexes_searches_and_reports_with_citations(client, tmp_path):
     repo = fake_research.make_repo(tmp_path / "repo")
     with client() as c:
-        run = c.submit("Where are payments recorded?", agent="researcher", repo=str(repo))
+        run = c.submit("Where are payments recorded?", kind="researcher", repo=str(repo))
         result = run.wait(timeout=300)
         records = c.events(run.run_id)
         everything = list(c.store.read_all(run_id=run.run_id))
@@ -59,10 +59,10 @@ def test_research_indexes_searches_and_reports_with_citations(client, tmp_path):
 def test_reindexing_skips_unchanged_files_and_replay_needs_no_repository(client, tmp_path):
     repo = fake_research.make_repo(tmp_path / "repo")
     with client() as c:
-        first = c.submit("Where are payments recorded?", agent="researcher", repo=str(repo))
+        first = c.submit("Where are payments recorded?", kind="researcher", repo=str(repo))
         assert first.wait(timeout=300).ok
         (repo / "pkg" / "colours.py").write_text("RED = 10\n")
-        second = c.submit("Where are payments recorded?", agent="researcher", repo=str(repo))
+        second = c.submit("Where are payments recorded?", kind="researcher", repo=str(repo))
         assert second.wait(timeout=300).ok
         indexed = [r.event for r in c.events(second.run_id) if r.event.type_name == "IndexingCompleted"][0]
         shutil.rmtree(repo)
@@ -75,7 +75,7 @@ def test_reindexing_skips_unchanged_files_and_replay_needs_no_repository(client,
 def test_a_git_url_is_cloned_and_indexed(client, tmp_path):
     repo = fake_research.make_repo(tmp_path / "origin", git=True)
     with client() as c:
-        run = c.submit("Where are payments recorded?", agent="researcher", repo=f"file://{repo}")
+        run = c.submit("Where are payments recorded?", kind="researcher", repo=f"file://{repo}")
         result = run.wait(timeout=300)
     assert result.ok, result.error
     assert (tmp_path / "data" / "repos").is_dir()
@@ -91,7 +91,7 @@ def test_bad_repositories_fail_the_run_with_a_structured_error(client, tmp_path,
         (tmp_path / "empty" / "only.bin").write_bytes(b"\0" * 10)
         source = str(tmp_path / "empty")
     with client() as c:
-        run = c.submit("Anything?", agent="researcher", repo=source)
+        run = c.submit("Anything?", kind="researcher", repo=source)
         result = run.wait(timeout=120)
         row = ResearchHistory.open(c.store).get(run.run_id)
     assert result.status == "failed" and result.error.type == "indexing_failed"

@@ -64,7 +64,7 @@ def test_a_task_workflow_whose_actor_died_is_resumed_and_completes(ray_local, tm
     ws.mkdir()
     program = '(do (system:run_script "echo one") (system:run_script "sleep 3; echo two") (system:run_script "echo three"))'
     with Client(settings=settings, llm=ScriptedProvider(lambda r: "{}")) as c:
-        run = c.submit(program, agent="task", workspace=str(ws))
+        run = c.submit(program, kind="task", workspace=str(ws))
         wait_for(lambda: c.store.stream_version(task_stream(run.run_id)) >= 4, "going")
         ray.kill(ray.get_actor(task_stream(run.run_id)), no_restart=True)
         wait_for(lambda: _dead(ray, task_stream(run.run_id)), "dead")

@@ -11,7 +11,7 @@ decides where its lead actor runs), on a real SQLite file.
 from __future__ import annotations
 
 import argparse
-from typing import Any, ClassVar
+from typing import Any
 
 import pytest
 
@@ -30,7 +30,7 @@ from actors.runtime.replay import (
 )
 from actors.runtime.replay.report import ReplayReport
 from actors.runtime.run import Complete, RunLifecycle, Start, run_stream
-from actors.runtime.runkind import RunKind
+from actors.runtime.runkind import FrontDoor, Reading, RunKind, Running, Wording
 from actors.runtime.settings import Settings
 from actors.runtime.shell import ActorShell
 from events.base import Event, State
@@ -91,15 +91,9 @@ def toy_stream(run_id: str) -> str:
     return f"toy:{run_id}"
 
 
-class ToyRun(RunKind):
-    name = "toy"
-    summary = "count the words of the goal"
-    lead = "toy"
-    noun = "a toy"
-    tallies: ClassVar[dict[str, str]] = {"ToolReturned": "tool calls"}
-
+class ToyRunning(Running):
     def submit(self, client: Client, goal: str, *, run_id: str, budget: Any, **options: Any) -> RunHandle:
-        client.begin_run(run_id, goal=goal, agent=self.name, params={}, budget=budget)
+        client.begin_run(run_id, goal=goal, kind=self.kind.name, params={}, budget=budget)
         run = ActorShell(RunLifecycle(), run_stream(run_id), client.store, run_id=run_id).load()
         shell = ActorShell(ToyBehaviour(), toy_stream(run_id), client.store, run_id=run_id).load()
         shell.handle(StartToy(key="start", text=goal), causation_id=run.last_event_id)
@@ -108,6 +102,8 @@ class ToyRun(RunKind):
         run.handle(Complete(key="finish", result=str(state.words)))
         return RunHandle(client, run_id)
 
+
+class ToyReading(Reading):
     def behaviour(self, stream_id: str, first: Event) -> Behaviour[Any] | None:
         return ToyBehaviour() if stream_id == toy_stream(first.run_id) else None
 
@@ -132,10 +128,22 @@ class ToyRun(RunKind):
             return f"counted {event.words} words"
         return None
 
+
+class ToyCommands(FrontDoor):
     def add_commands(self, subparsers: argparse._SubParsersAction) -> None:  # type: ignore[type-arg]
         p = subparsers.add_parser("toy", help="count the words of a text")
         p.add_argument("text")
-        p.set_defaults(func=lambda args: print(Client().submit(args.text, agent="toy").result.answer))
+        p.set_defaults(func=lambda args: print(Client().submit(args.text, kind="toy").result.answer))
+
+
+class ToyRun(RunKind):
+    """A kind sets only what differs: its name, its parts (each with a default) and words."""
+
+    name = "toy"
+    running = ToyRunning
+    reading = ToyReading
+    front = ToyCommands
+    wording = Wording(summary="count the words of the goal", lead="toy", noun="a toy", tallies={"ToolReturned": "tool calls"})
 
 
 @pytest.fixture
@@ -148,11 +156,11 @@ def toy(tmp_path, monkeypatch):
 
 
 def test_a_registered_kind_runs_lists_replays_folds_and_diffs(toy):
-    handle = toy.submit("three little words", agent="toy", run_id="t1")
+    handle = toy.submit("three little words", kind="toy", run_id="t1")
     assert handle.result.status == "completed" and handle.result.answer == "3"
-    toy.submit("two words", agent="toy", run_id="t2")
+    toy.submit("two words", kind="toy", run_id="t2")
 
-    assert [(r["run_id"], r["agent"], r["status"]) for r in toy.runs()] == [
+    assert [(r["run_id"], r["kind"], r["status"]) for r in toy.runs()] == [
         ("t2", "toy", "completed"), ("t1", "toy", "completed"),
     ]  # fmt: skip
     report = replay_run(toy.store, "t1")
@@ -166,7 +174,7 @@ def test_a_registered_kind_runs_lists_replays_folds_and_diffs(toy):
 
 
 def test_a_changed_toy_decision_diverges_on_replay(toy, monkeypatch):
-    toy.submit("one two", agent="toy", run_id="t1")
+    toy.submit("one two", kind="toy", run_id="t1")
     monkeypatch.setattr(Count, "execute", lambda self, text: "99")  # replay never calls the tool
     assert replay_run(toy.store, "t1").ok
     original = ToyBehaviour.decide

@@ -76,7 +76,7 @@ def test_following_a_run_shows_the_tokens_so_far(tmp_path: Any, monkeypatch: Any
         notes(request, 20, 3.0, done=True)
         yield SimpleNamespace(event=LlmCompleted(request_hash=request.hash(), call_index=1, content="x"))
 
-    client = SimpleNamespace(settings=SimpleNamespace(data_dir=tmp_path), run_state=lambda run_id: SimpleNamespace(agent=None))
+    client = SimpleNamespace(settings=SimpleNamespace(data_dir=tmp_path), run_state=lambda run_id: SimpleNamespace(kind=None))
     handle = SimpleNamespace(run_id="r1", client=client, events=events,
                              wait=lambda: SimpleNamespace(ok=True, answer="done", error=None, status="completed"))  # fmt: skip
     assert console.follow_run(handle) == 0

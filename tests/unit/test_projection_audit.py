@@ -181,9 +181,9 @@ def test_export_jsonl_writes_one_object_per_event(trail, tmp_path):
     assert [r["position"] for r in lines] == [e.position for e in trail.events()]
     assert lines[0] == {
         "position": 1, "event_id": lines[0]["event_id"], "run_id": "A", "stream_id": "run:A", "version": 1,
-        "type": "RunSubmitted", "type_version": 2, "timestamp": "2025-03-01T12:00:00.000000+00:00",
+        "type": "RunSubmitted", "type_version": 3, "timestamp": "2025-03-01T12:00:00.000000+00:00",
         "causation_id": None, "command_id": None,
-        "payload": {"goal": "why?", "agent": "react", "params": {}, "forked_from": None,
+        "payload": {"goal": "why?", "kind": "react", "params": {}, "forked_from": None,
                     "budget": {"max_llm_calls": 500, "max_tokens": None, "max_wall_seconds": None}},  # Budget()'s default
     }
     # One run only, replacing the file atomically: nothing else is left in the folder.

@@ -1,6 +1,6 @@
 """The runs view: one row per run from its lifecycle events, equal to the scan of the log
 that `Client.runs()` made on every call; catching up in pieces equals a rebuild; the
-query API (newest first, limit, status and agent filters, one run by id); on memory,
+query API (newest first, limit, status and kind filters, one run by id); on memory,
 SQLite and PostgreSQL."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from projections import ProjectionRunner, RunsProjection, RunsView
 
 T0 = datetime(2026, 2, 1, 9, 0, 0, tzinfo=timezone.utc)
 TABLES = RunsProjection.tables
-KEYS = ["run_id", "status", "goal", "agent", "forked_from", "submitted_at", "ended_at", "waiting_for", "wake_at"]
+KEYS = ["run_id", "status", "goal", "kind", "forked_from", "submitted_at", "ended_at", "waiting_for", "wake_at"]
 ERROR = ErrorInfo(type="actor_died", reason="RuntimeError", message="boom")
 
 
@@ -66,7 +66,7 @@ def old_scan(store: EventStore, limit: int | None = None, *, started: bool = Fal
         e: Any = rec.event
         if e.type_name == "RunSubmitted":
             rows[e.run_id] = {
-                "run_id": e.run_id, "status": "submitted", "goal": e.goal, "agent": e.agent,
+                "run_id": e.run_id, "status": "submitted", "goal": e.goal, "kind": e.kind,
                 "forked_from": e.forked_from, "submitted_at": e.timestamp, "ended_at": None,
                 "waiting_for": None, "wake_at": None,
             }  # fmt: skip
@@ -94,11 +94,11 @@ def several_runs(log: Log, offset: float = 0, prefix: str = "") -> None:
     run("done", 0, RunSubmitted(goal="find Registry"))
     run("done", 1, RunStarted(lead_stream=f"agent:{p}done"))
     log.agent_step(p + "done", 1, o + 2)
-    run("broke", 3, RunSubmitted(goal="divide by zero", agent="react"))
+    run("broke", 3, RunSubmitted(goal="divide by zero", kind="react"))
     run("done", 4, RunCompleted(result="registry.py"))
     run("broke", 5, RunStarted(lead_stream=f"agent:{p}broke"))
     run("broke", 6, RunFailed(error=ERROR))
-    run("busy", 7, RunSubmitted(goal="still going", agent="task"))
+    run("busy", 7, RunSubmitted(goal="still going", kind="task"))
     run("busy", 8, RunStarted(lead_stream=f"workflow:{p}busy"))
     log.agent_step(p + "busy", 1, o + 9)
     run("fork", 10, RunSubmitted(goal="find Registry", forked_from=f"{p}done@3"))
@@ -137,7 +137,7 @@ def test_the_view_lists_what_the_scan_of_the_log_did(store):
     assert [{**r, "status": "submitted" if r["status"] == "running" else r["status"]} for r in runs] == old_scan(store)
     done = view.get("done")
     assert done == {
-        "run_id": "done", "status": "completed", "goal": "find Registry", "agent": "react", "forked_from": None,
+        "run_id": "done", "status": "completed", "goal": "find Registry", "kind": "react", "forked_from": None,
         "submitted_at": at(0), "ended_at": at(4), "waiting_for": None, "wake_at": None,
     }
     assert done["submitted_at"].tzinfo is not None
@@ -155,9 +155,9 @@ def test_limit_ordering_and_filters(store):
     assert [r["run_id"] for r in view.list(2, status=["failed", "running"])] == ["busy", "broke"]
     assert [r["run_id"] for r in view.list(status="RUNNING")] == ["busy"]
     assert view.list(status=[]) == []
-    assert [r["run_id"] for r in view.list(agent="task")] == ["busy"]
-    assert [r["run_id"] for r in view.list(1, status="submitted", agent="react")] == ["twin-a"]
-    assert view.list(agent="nobody") == []
+    assert [r["run_id"] for r in view.list(kind="task")] == ["busy"]
+    assert [r["run_id"] for r in view.list(1, status="submitted", kind="react")] == ["twin-a"]
+    assert view.list(kind="nobody") == []
     with pytest.raises(ValueError, match="unknown run status 'lost'"):
         view.list(status="lost")
 
@@ -275,7 +275,7 @@ _examples = itertools.count()
 def event_for(kind: str, run: str, t: int) -> Event:
     when = at(t)
     if kind == "submit":
-        return RunSubmitted(goal=f"goal {t}", agent=run, forked_from=f"{run}@{t}" if t % 2 else None, run_id=run, timestamp=when)
+        return RunSubmitted(goal=f"goal {t}", kind=run, forked_from=f"{run}@{t}" if t % 2 else None, run_id=run, timestamp=when)
     if kind == "start":
         return RunStarted(lead_stream=f"agent:{run}", run_id=run, timestamp=when)
     if kind == "wait":

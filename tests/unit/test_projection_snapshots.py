@@ -307,7 +307,7 @@ def test_the_view_indexes_the_shells_snapshots_and_writes_them_as_files(store, t
 
 
 def test_streams_no_shell_snapshots_get_heads_but_no_files(store, tmp_path):
-    store.append("run:z", [RunSubmitted(goal="g", agent="martian", run_id="z")], 0)
+    store.append("run:z", [RunSubmitted(goal="g", kind="martian", run_id="z")], 0)
     store.append("agent:z", [AgentStarted(goal="g", root=".", tools=[], max_iterations=3, model="m", run_id="z")], 0)
     Log(store).act(0, "noise")
     runner = ProjectionRunner(store, [SnapshotProjection(tmp_path)])
@@ -690,7 +690,7 @@ def test_a_stored_0_2_0_snapshot_takes_one_step():
     loaded = read_snapshot(FIXTURES / "run_0.2.0.json")
     assert (loaded.stream, loaded.actor, loaded.state_type) == ("run:r-2025-03-01", "run", "RunState")
     assert loaded.typed_state(RunState) == RunState(
-        status="running", goal="Which file defines the Registry class?", agent="react",
+        status="running", goal="Which file defines the Registry class?", kind="react",
         lead_stream="agent:r-2025-03-01",
     )
 

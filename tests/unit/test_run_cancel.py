@@ -68,7 +68,7 @@ def test_cancel_leaves_a_finished_run_as_it_ended():
 def test_client_cancel_records_the_cancellation_and_refuses_an_unknown_run(tmp_path):
     settings = Settings.from_env(data_dir=tmp_path / "data", store_url=f"sqlite:///{tmp_path / 'c.db'}")
     with Client(settings=settings) as client:
-        client.begin_run("r1", goal="g", agent="task", params={})
+        client.begin_run("r1", goal="g", kind="task", params={})
         result = client.cancel("r1")
         again = client.cancel("r1")
         with pytest.raises(UnknownRun):

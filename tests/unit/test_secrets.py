@@ -70,7 +70,7 @@ def test_the_shell_records_no_secret_and_folds_the_redacted_event(monkeypatch):
     monkeypatch.setenv("CHORUS_UNIT_API_KEY", SECRET)
     with EventStore("memory://") as store:
         shell = ActorShell(RunLifecycle(), run_stream("r1"), store, run_id="r1")
-        shell.handle(Submit(key="submit", goal=f"use {SECRET}", agent="task", params={"p": SECRET}))
+        shell.handle(Submit(key="submit", goal=f"use {SECRET}", kind="task", params={"p": SECRET}))
         stored = store.read_stream(run_stream("r1"))
     assert SECRET not in stored[0].model_dump_json()
     assert "[REDACTED:CHORUS_UNIT_API_KEY]" in stored[0].model_dump_json()

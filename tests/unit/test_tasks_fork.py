@@ -70,7 +70,7 @@ def test_a_fork_is_served_the_recorded_prefix_and_goes_live_after_it(store):
     assert marker.type_name == "WorkflowForked"
     assert (marker.origin_run, marker.origin_position, marker.llm_calls, marker.tool_calls) == ("orig", at, 2, 0)
     run = rebuild(RunLifecycle(), store.read_stream(run_stream("f1")))
-    assert (run.status, run.agent, run.forked_from) == ("completed", "task", f"orig@{at}")
+    assert (run.status, run.kind, run.forked_from) == ("completed", "task", f"orig@{at}")
     assert [r.event.event_id for r in store.read_all(run_id="orig")] == before  # untouched
 
     report = replay_run(store, "f1")

@@ -55,7 +55,7 @@ def test_director_evaluator_refines_until_the_evaluator_accepts_on_the_third_rou
     finished = events[-1]
     assert finished.type_name == "WorkflowFinished" and finished.llm_calls == 6 and finished.steps > 0
     run = rebuild(RunLifecycle(), store.read_stream(run_stream("w1")))
-    assert run.status == "completed" and run.agent == "task"
+    assert run.status == "completed" and run.kind == "task"
 
 
 def test_director_evaluator_gives_up_after_max_rounds_with_the_last_feedback():

@@ -282,7 +282,7 @@
     return out;
   }
 
-  function kindOf(run) { return run.kind || run.agent || "—"; }
+  function kindOf(run) { return run.kind || "—"; }
 
   function runsView(view, query) {
     const offset = Math.max(0, parseInt(query.get("offset") || "0", 10) || 0);

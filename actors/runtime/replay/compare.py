@@ -68,7 +68,7 @@ def compare_runs(store: Any, run_a: str, run_b: str, context: int = 5, after: in
         same = ea is not None and eb is not None and ea.type_name == eb.type_name and _fact(ea, run_a) == _fact(eb, run_b)
         rows.append({"index": i, "a": ea, "b": eb, "same": same})
     out = Comparison(
-        a=run_a, b=run_b, kind=kinds[0].lead, lead_label=kinds[0].lead_label, shared=shared,
+        a=run_a, b=run_b, kind=kinds[0].wording.lead, lead_label=kinds[0].wording.lead_label, shared=shared,
         lead_a=la[0].stream_id if la else None, lead_b=lb[0].stream_id if lb else None,
         rows=rows, first_a=first_a, first_b=first_b, end_a=_end(store, run_a), end_b=_end(store, run_b),
         events_a=len(la), events_b=len(lb), positions=positions,

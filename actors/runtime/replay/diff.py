@@ -1,5 +1,5 @@
 """Where two runs of one kind part (`chorus diff`): their lead streams, event by event,
-then what the kind adds (`RunKind.diff_lines`: a relay's two branches' code).
+then what the kind adds (`Reading.diff_lines` of the kind: a relay's two branches' code).
 
 Two events are the same fact when their payloads are equal once each run's own id is set
 aside: a fork re-addresses the ids it derives from its run (a relay's turn ids), and the
@@ -35,7 +35,7 @@ class RunDiff:
     lead_label: str = "lead actors"
     kind: str = "actor"  # what led both runs ("agent", "workflow")
     tallies: dict[str, str] = field(default_factory=dict)
-    # the kind's own lines (RunKind.diff_lines)
+    # the kind's own lines (its Reading.diff_lines)
     details: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
@@ -68,10 +68,10 @@ def diff_runs(store: EventStore, run_a: str, run_b: str) -> RunDiff:
         Counter(e.type_name for e in b),
         _end(store, run_a),
         _end(store, run_b),
-        kinds[0].lead_label,
-        kinds[0].lead,
-        dict(kinds[0].tallies),
-        kinds[0].diff_lines(run_a, records[0], run_b, records[1])
+        kinds[0].wording.lead_label,
+        kinds[0].wording.lead,
+        dict(kinds[0].wording.tallies),
+        kinds[0].reading.diff_lines(run_a, records[0], run_b, records[1])
         if kinds[0].name == kinds[1].name
         else [],
     )
@@ -87,10 +87,10 @@ def lead_streams(
         records.append(run_records(store, run_id))
         kind = run_kind_of(store, run_id, records[-1])
         kinds.append(kind)
-        streams.append(kind.lead_events(records[-1], run_id))
-    if kinds[0].lead != kinds[1].lead:
+        streams.append(kind.reading.lead_events(records[-1], run_id))
+    if kinds[0].wording.lead != kinds[1].wording.lead:
         raise ValueError(
-            f"run {run_a} is {kinds[0].noun} run and run {run_b} {kinds[1].noun} run; diff compares runs of one kind"
+            f"run {run_a} is {kinds[0].wording.noun} run and run {run_b} {kinds[1].wording.noun} run; diff compares runs of one kind"
         )
     a, b = streams
     shared = 0

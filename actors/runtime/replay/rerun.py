@@ -4,7 +4,7 @@ no network, and check they decide exactly what they decided the first time.
 A replay runs in a scratch in-memory store, so nothing is ever written to the real log.
 LLM completions, tool results and clock readings (event timestamps) are served from the
 recording; anything the recording does not hold fails closed with the first difference.
-Which streams to re-execute, and how, is the run kind's business (`RunKind.replay`); the
+Which streams to re-execute, and how, is the run kind's business (its `reading.replay`); the
 kind calls `replay_stream` for each.
 """
 
@@ -42,14 +42,14 @@ def run_kind_of(store: EventStore, run_id: str, records: list[Recorded] | None =
     events = [r.event for r in records if r.event.stream_id == stream] if records is not None else store.read_stream(stream)
     if not events:
         raise UnknownRun(f"no run with id {run_id!r}")
-    agent = rebuild(RunLifecycle(), events).agent
-    return Registry.run_kind(agent) if agent else Registry.default_run_kind()
+    kind = rebuild(RunLifecycle(), events).kind
+    return Registry.run_kind(kind) if kind else Registry.default_run_kind()
 
 
 def replay_run(store: EventStore, run_id: str) -> ReplayReport:
     records = run_records(store, run_id)
     started = time.perf_counter()
-    report = run_kind_of(store, run_id, records).replay(records, run_id)
+    report = run_kind_of(store, run_id, records).reading.replay(records, run_id)
     report.replay_s = time.perf_counter() - started
     if report.ok and report.events == 0:  # nothing re-executed is not "identical"
         report.divergence = Divergence(

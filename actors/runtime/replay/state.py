@@ -2,7 +2,7 @@
 
 Folding needs the actor's behaviour, so this is the runtime's job, not a view's: the run
 lifecycle owns `run:` streams, and the run's kind says which behaviour owns the others
-(`RunKind.behaviour`). The fold starts from the latest snapshot the shell took at or
+(its RunKind's `reading.behaviour`). The fold starts from the latest snapshot the shell took at or
 before the version, when there is one, and reads the rest of the stream from the log.
 Reads only: nothing is written, to the log or to a view.
 """
@@ -30,7 +30,7 @@ def behaviour_for(store: EventStore, stream_id: str, first: Event) -> Behaviour[
     """The behaviour that folds `stream_id`, whose first event is `first`."""
     if first.type_name == "RunSubmitted":
         return RunLifecycle()
-    behaviour = run_kind_of(store, first.run_id).behaviour(stream_id, first) if first.run_id else None
+    behaviour = run_kind_of(store, first.run_id).reading.behaviour(stream_id, first) if first.run_id else None
     if behaviour is None:
         raise ValueError(f"no behaviour known for stream {stream_id!r} (it starts with {first.type_name})")
     return behaviour

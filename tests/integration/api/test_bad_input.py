@@ -20,7 +20,7 @@ def app(tmp_path_factory):
     (tmp / "repo").mkdir()
     settings = Settings.from_env(data_dir=tmp / "data", store_url="memory://", llm_base_url="http://127.0.0.1:9/v1")
     app = create_app(settings, tokens={}, config=ApiConfig.from_env(settings, env={}, workspace_dirs=[tmp]))
-    app.state.chorus.client.begin_run(RUN, goal="a goal", agent="react", params={})  # recorded, never started
+    app.state.chorus.client.begin_run(RUN, goal="a goal", kind="react", params={})  # recorded, never started
     app.state.root = tmp / "repo"
     return app
 
@@ -64,12 +64,14 @@ def test_wrong_types_are_422(http, body, says):
 @pytest.mark.parametrize(
     "body, says",
     [
-        ({"goal": "x", "agent": "nope"}, "no run kind registered as 'nope'"),
+        ({"goal": "x", "kind": "nope"}, "no run kind registered as 'nope'"),
+        ({"goal": "x", "agent": "nope"}, "no run kind registered as 'nope'"),  # the deprecated name
+        ({"goal": "x", "kind": "react", "agent": "react"}, "not both `kind` and the deprecated `agent`"),
         ({"goal": "x", "params": {"bogus": 1}}, "unexpected keyword argument 'bogus'"),
         ({"goal": "x", "params": {"max_iterations": 0}}, "max_iterations must be at least 1"),
         ({"goal": "x", "params": {"root": "/no/such/folder"}}, "root: '/no/such/folder' is not a workspace this server allows"),
         ({"goal": "x", "budget": {"max_llm_calls": -1}}, "budget max_llm_calls must be positive"),
-        ({"goal": "x", "agent": "relay", "params": {"resubmit": ["true"]}}, "option resubmit of a relay run is set by the server"),
+        ({"goal": "x", "kind": "relay", "params": {"resubmit": ["true"]}}, "option resubmit of a relay run is set by the server"),
         ({"goal": "   "}, "the goal is empty"),
     ],
 )

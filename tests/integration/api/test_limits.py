@@ -144,7 +144,7 @@ def test_a_pack_path_outside_the_allowed_folders_is_refused_alike_whether_it_exi
     said = {}
     for goal in ("/etc", "/etc/passwd", "/no/such/place", "../../../../etc/passwd", str(tmp_path / "packs" / "escape.yaml"),
                  str(tmp_path / "c.db"), "escape"):  # fmt: skip
-        r = http.post("/v1/runs", json={"agent": "simulation", "goal": goal}, headers=AS[scope])
+        r = http.post("/v1/runs", json={"kind": "simulation", "goal": goal}, headers=AS[scope])
         said[goal] = one_line(r, 400).replace(goal, "GOAL")
     assert len(set(said.values())) == 1, said  # the same words for every path: nothing learnt of the server
     assert "directory" not in next(iter(said.values()))
@@ -154,7 +154,7 @@ def test_a_pack_path_outside_the_allowed_folders_is_refused_alike_whether_it_exi
 def test_a_bundled_pack_or_one_in_an_allowed_folder_runs(chorus, tmp_path):
     _, http, _ = chorus
     for goal in ("lighthouse", "mine", str(tmp_path / "packs" / "mine.yaml")):
-        r = http.post("/v1/runs", json={"agent": "simulation", "goal": goal}, headers=AS["operate"])
+        r = http.post("/v1/runs", json={"kind": "simulation", "goal": goal}, headers=AS["operate"])
         assert r.status_code == 202, (goal, r.text)
     r = http.post("/v1/sessions", json={"pack": "mine"}, headers=AS["operate"])
     assert r.status_code == 201, r.text
@@ -164,7 +164,7 @@ def test_a_bundled_pack_or_one_in_an_allowed_folder_runs(chorus, tmp_path):
 def test_a_command_is_never_a_request_field(chorus, tmp_path, scope):
     _, http, client = chorus
     before = client.store.max_position()
-    body = {"agent": "relay", "goal": "g", "params": {"resubmit": ["sh", "-c", "touch /tmp/pwned"]}}
+    body = {"kind": "relay", "goal": "g", "params": {"resubmit": ["sh", "-c", "touch /tmp/pwned"]}}
     assert "server's configuration" in one_line(http.post("/v1/runs", json=body, headers=AS[scope]), 400)
     assert client.store.max_position() == before
 
@@ -174,7 +174,7 @@ def test_a_sandboxed_command_is_an_admin_field_only(chorus):
     command (and is refused before anything is written)."""
     _, http, client = chorus
     before = client.store.max_position()
-    body = {"agent": "relay", "goal": "g", "params": {"probes": {"smoke": ["python", "-c", "print(1)"]}}}
+    body = {"kind": "relay", "goal": "g", "params": {"probes": {"smoke": ["python", "-c", "print(1)"]}}}
     assert "only an admin token" in one_line(http.post("/v1/runs", json=body, headers=AS["operate"]), 400)
     assert client.store.max_position() == before
     r = http.post("/v1/runs", json=body, headers=AS["admin"])
@@ -188,10 +188,10 @@ def test_code_by_import_path_is_an_admin_field_only(chorus, option):
     registered names (and nothing is written when refused)."""
     _, http, client = chorus
     before = client.store.max_position()
-    body = {"agent": "react", "goal": "g", "params": {option: ["antigravity:fly"]}}
+    body = {"kind": "react", "goal": "g", "params": {option: ["antigravity:fly"]}}
     assert "only an admin token may" in one_line(http.post("/v1/runs", json=body, headers=AS["operate"]), 400)
     assert client.store.max_position() == before
-    registered = {"agent": "react", "goal": "g", "params": {option: ["read_file"]}}
+    registered = {"kind": "react", "goal": "g", "params": {option: ["read_file"]}}
     assert "import path" not in http.post("/v1/runs", json=registered, headers=AS["operate"]).text
 
 
@@ -200,7 +200,7 @@ def test_a_workspace_outside_the_allowed_folders_is_refused(chorus, tmp_path):
     before = client.store.max_position()
     said = set()
     for workspace in ("/", "/etc", str(Path.home()), str(tmp_path), "../..", str(tmp_path / "data" / "workspaces")):
-        body = {"agent": "relay", "goal": "g", "params": {"workspace": workspace}}
+        body = {"kind": "relay", "goal": "g", "params": {"workspace": workspace}}
         said.add(one_line(http.post("/v1/runs", json=body, headers=AS["operate"]), 400).replace(repr(workspace), "W"))
         body = {"goal": "g", "params": {"root": workspace}}  # an agent's folder, the same rule
         one_line(http.post("/v1/runs", json=body, headers=AS["operate"]), 400)

@@ -33,7 +33,7 @@ def finished(http, env):
     r = http.post("/v1/runs", headers=BEARER["operate"], json={"goal": "What is the marker?", "params": {"root": str(env.root)}})
     assert r.status_code == 202, r.text
     run_id = r.json()["run_id"]
-    assert r.json()["agent"] == "react"
+    assert r.json()["kind"] == "react"
     wait_for_end(http, run_id)
     return run_id
 
@@ -149,15 +149,19 @@ def test_other_kinds_run_over_http_too(http, env, tmp_path):
     paused, for its user); both name who asked."""
     task = http.post(
         "/v1/runs", headers=BEARER["operate"],
-        json={"agent": "task", "goal": "(list 1 (+ 1 1))", "params": {}},  # its workspace: a fresh folder of the server's
+        json={"kind": "task", "goal": "(list 1 (+ 1 1))", "params": {}},  # its workspace: a fresh folder of the server's
     )  # fmt: skip
     assert task.status_code == 202, task.text
+    assert "Deprecation" not in task.headers
     assert (env.config.places["workspaces"][0] / task.json()["run_id"]).is_dir()
     done = wait_for_end(http, task.json()["run_id"])
-    assert done["status"] == "completed" and done["agent"] == "task" and done["requested_by"] == "token:o-to…"
+    assert done["status"] == "completed" and done["kind"] == "task" and done["requested_by"] == "token:o-to…"
     pack = Path(actors.simulation.__file__).with_name("packs") / "lighthouse.yaml"
+    # `agent`, the field's old name, is still taken (until 0.2.0), with a Deprecation header.
     sim = http.post("/v1/runs", headers=BEARER["admin"], json={"agent": "simulation", "goal": str(pack)})
     assert sim.status_code == 202, sim.text
+    assert sim.json()["kind"] == "simulation" and sim.headers["Deprecation"] == "true"
+    assert "send kind='simulation'" in sim.headers["Warning"]
     detail = http.get(f"/v1/runs/{sim.json()['run_id']}", headers=BEARER["read"]).json()
-    assert detail["agent"] == "simulation" and detail["requested_by"] == "token:a-to…"
+    assert detail["kind"] == "simulation" and detail["requested_by"] == "token:a-to…"
     assert detail["status"] in ("submitted", "running")

@@ -90,7 +90,7 @@ def params(path: str, w: dict[str, Any]) -> dict[str, Any]:
 
 # bodies that do something real for operate and admin (POSTs a read token is refused)
 BODIES = {
-    "/v1/runs": {"agent": "simulation", "goal": "lighthouse"},
+    "/v1/runs": {"kind": "simulation", "goal": "lighthouse"},
     "/v1/runs/{run_id}/fork": {"at": 1},
     "/v1/runs/{run_id}/cancel": {"reason": "walked"},
     "/v1/sessions": {"pack": "lighthouse", "max_microcycles": 1},

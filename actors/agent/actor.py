@@ -60,6 +60,8 @@ class AgentActor:
             Start(key="start", lead_stream=self.shell.stream_id), causation_id=self.shell.last_event_id
         )
         state = self.shell.state
+        if state.status == "running" and getattr(state, "tools", None):
+            self.tools.prestart([(t.name, t.topic) for t in state.tools], root=state.root)
         try:
             invoke = ray_invoker(self.call_tool, timeout_s=self.settings.llm_timeout_s)
             state = drive(self.shell, LiveEffects(self.gateway, invoke, self.ledger))

@@ -13,7 +13,8 @@ A tool that makes calls of its own (`uses_context`: it draws on the run's budget
 `ToolContext`) keeps an actor of its own, created as before.
 
 `RunTools` is what a run's actor holds: it gives each call to the right actor and stops them
-all when the run ends.
+all when the run ends. An agent that has tools starts its host as it starts (`prestart`), so
+the worker starts during the first model call rather than after it.
 """
 
 from __future__ import annotations
@@ -63,6 +64,15 @@ class RunTools:
         if getattr(tool_class, "uses_context", False):
             return self._own_actor(name, topic, root).execute.remote(**args)
         return self._host(name, root).execute.remote(tool_class, args)
+
+    def prestart(self, names: list[tuple[str, str]], *, root: str) -> None:
+        """Start the host the first of these (name, topic) tools would be served by, without
+        waiting for it: its worker starts while the run's first model call runs, instead of
+        after it (a tool's first call cost ~1.1 s of a `chorus run` on the local model)."""
+        for name, topic in names:
+            if not getattr(Registry.tool_class(name, topic), "uses_context", False):
+                self._host(name, root)
+                return
 
     def _host(self, name: str, root: str) -> Any:
         import ray  # lazily: the module is imported by actors that replay without Ray

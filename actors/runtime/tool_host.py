@@ -96,6 +96,10 @@ class RunTools:
             )
         return self._own[key]
 
+    def __len__(self) -> int:
+        """How many tool actors the run holds now (0 once it has stopped them)."""
+        return len(self._hosts) + len(self._own)
+
     def stop(self) -> None:
         import ray  # the run's actor runs on Ray
 

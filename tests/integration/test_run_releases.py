@@ -63,7 +63,7 @@ def test_finished_runs_hold_no_connections_and_no_tool_actors(ray_local, own_dat
             handles.append(run)
         after = _connections(database, at_most=baseline + 1)
         states = [ray.get(h._actor.state.remote())["state"]["status"] for h in handles]
-        tools = [ray.get(h._actor.__ray_call__.remote(lambda self: len(self._tools))) for h in handles]
+        tools = [ray.get(h._actor.__ray_call__.remote(lambda self: len(self.tools))) for h in handles]
     assert after <= baseline + 1, f"{RUNS} more finished runs hold {after - baseline} more connections"
     assert states == ["completed"] * (RUNS + 1)  # the actor still answers, from memory
     assert tools == [0] * (RUNS + 1)  # its tool actors were stopped

@@ -198,7 +198,7 @@ class AuditTrail:
             in_sql = ()
         left = limit
         while left is None or left > 0:
-            page = read_stored(self.store, self.views, position, last, _PAGE, wanted, in_sql)
+            page = read_stored(self.store, position, last, _PAGE, wanted, in_sql)
             for r in page:
                 row = event_row(r.position, r.event)
                 if (
@@ -263,7 +263,7 @@ class AuditTrail:
             params.append(stream_id)
         for rows in self._pages("llm_calls", "*", where, params, limit):
             positions = {r["position"] for r in rows} | {r["result_position"] for r in rows}
-            stored = read_positions(self.store, self.views, positions - {None})
+            stored = read_positions(self.store, positions - {None})
             for row in rows:
                 yield _llm_call(row, stored), row
 

@@ -14,12 +14,10 @@ from collections.abc import Collection, Iterator, Sequence
 
 from events.store import EventStore
 from projections.projection import StoredRecord
-from projections.views import ViewStore
 
 
 def read_stored(
     store: EventStore,
-    views: ViewStore,
     after: int,
     head: int,
     limit: int,
@@ -34,7 +32,7 @@ def read_stored(
         return [StoredRecord(p, o, v, t, s, codecs) for p, o, v, t, s in rows]
 
 
-def read_positions(store: EventStore, views: ViewStore, positions: Collection[int]) -> dict[int, StoredRecord]:
+def read_positions(store: EventStore, positions: Collection[int]) -> dict[int, StoredRecord]:
     """The stored events at `positions`, by position (positions past the log are left out)."""
     with store._available(), gc_paused():
         rows = store.recorder.records_at(positions)

@@ -268,7 +268,7 @@ class ProjectionRunner:
     def _read(self, p: Projection, position: int, head: int) -> list[Recorded] | list[StoredRecord]:
         size = self._batch_size(p)
         if p.stored:
-            return read_stored(self.store, self.views, position, head, size, p.types)
+            return read_stored(self.store, position, head, size, p.types)
         pages = self.store.read_all(position + 1, to_position=head, types=p.types, batch=size)
         try:
             return list(islice(pages, size))

@@ -1,5 +1,5 @@
-"""What our recorders offer beyond the eventsourcing library's `ApplicationRecorder`
-interface, and the pieces they share.
+"""What our recorders offer beyond the eventsourcing library's `ApplicationRecorder` and
+`TrackingRecorder` interfaces, and the pieces they share.
 
 Each backend implements the library's public recorder interface (`insert_events`,
 `select_events`, `select_notifications`, `max_notification_id`, `subscribe`), so the
@@ -12,6 +12,7 @@ library's `PersistenceError` subclasses, so callers need not know the driver.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 from abc import abstractmethod
 from collections import deque
@@ -27,6 +28,8 @@ from eventsourcing.persistence import (
     ProgrammingError,
     StoredEvent,
     Subscription,
+    Tracking,
+    TrackingRecorder,
 )
 
 Row = tuple[int, str, bytes]  # (version, topic, state)
@@ -39,6 +42,7 @@ Outcome = "list[int] | tuple[str, int]"
 
 TABLE = "chorus_events"
 SNAPSHOTS = "chorus_snapshots"
+TRACKING = "chorus_tracking"
 
 
 class EventRecorder(ApplicationRecorder):
@@ -78,6 +82,56 @@ class EventRecorder(ApplicationRecorder):
 class SnapshotRecorder(AggregateRecorder):
     """Snapshots: the library's aggregate recorder interface; a version saved twice is
     an IntegrityError (it is the same state)."""
+
+    def close(self) -> None:
+        """Release connections."""
+
+
+class PositionRecorder(TrackingRecorder):
+    """Tracked positions (one row per name, in `chorus_tracking (name, position)`): the
+    library's tracking recorder interface, plus transactions in which a caller writes
+    rows of its own and the position they bring it to, committed together.
+
+        with positions.transaction() as cursor:
+            cursor.execute(...)                       # the driver's own cursor and SQL
+            positions.track(cursor, Tracking(name, position))
+
+    A position only moves forward: tracking one at or below the recorded one is an
+    IntegrityError (and rolls the transaction back).
+    """
+
+    dialect: str  # "sqlite" or "postgres": the SQL a transaction's cursor speaks
+
+    @abstractmethod
+    def transaction(self, *, commit: bool = True) -> contextlib.AbstractContextManager[Any]:
+        """A context giving the driver's cursor in one transaction, its rows readable by
+        column name; committed on success when `commit`, else rolled back; rolled back on
+        any error. A committing transaction holds the write lock (SQLite) from its start."""
+
+    @abstractmethod
+    def track(self, cursor: Any, tracking: Tracking) -> None:
+        """Record `tracking` in the transaction of `cursor`; IntegrityError unless it
+        moves its name's position forward."""
+
+    @abstractmethod
+    def tracked(self, cursor: Any, name: str, *, lock: bool = False) -> int | None:
+        """The recorded position of `name` in the transaction of `cursor` (None if
+        none); with `lock`, its row stays locked until the transaction ends (PostgreSQL;
+        a committing SQLite transaction holds the whole file)."""
+
+    @abstractmethod
+    def untrack(self, cursor: Any, name: str) -> None:
+        """Forget `name`'s position, in the transaction of `cursor`."""
+
+    # -- the library's interface, each call its own transaction ---------------------------
+
+    def insert_tracking(self, tracking: Tracking) -> None:
+        with self.transaction() as cursor:
+            self.track(cursor, tracking)
+
+    def max_tracking_id(self, application_name: str) -> int | None:
+        with self.transaction(commit=False) as cursor:
+            return self.tracked(cursor, application_name)
 
     def close(self) -> None:
         """Release connections."""

@@ -2,12 +2,17 @@
 unit tests and throwaway stores. Each stream keeps its versions sorted, so reading the
 tail after a snapshot costs the tail, not the stream. Events are kept as plain tuples
 `(position, stream_id, version, topic, state)`; the library's `Notification` and
-`StoredEvent` objects are made only for reads through its interface."""
+`StoredEvent` objects are made only for reads through its interface.
+
+Tracked positions of a memory store are SQLite's, in an in-memory database of their own
+(`open_memory_tracking`): they commit with rows of the views, which are SQL tables on
+every backend, so the views and their unit tests need no file."""
 
 from __future__ import annotations
 
 import bisect
 import threading
+import uuid
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -20,6 +25,7 @@ from eventsourcing.persistence import (
 
 from events.recorders.base import (
     EventRecorder,
+    PositionRecorder,
     Group,
     Record,
     Row,
@@ -206,3 +212,10 @@ class MemorySnapshots(SnapshotRecorder):
     ) -> Sequence[StoredEvent]:
         with self._lock:
             return self._streams.select(str(originator_id), gt, lte, desc, limit)
+
+
+def open_memory_tracking() -> PositionRecorder:
+    """Tracked positions in a new in-memory SQLite database (gone when closed)."""
+    from events.recorders.sqlite import open_sqlite_tracking
+
+    return open_sqlite_tracking(f"file:chorus-views-{uuid.uuid4().hex}?mode=memory&cache=shared")

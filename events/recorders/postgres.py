@@ -6,6 +6,7 @@ Tables (ours, not the eventsourcing library's), in the URL's schema:
     chorus_events     position bigserial PRIMARY KEY (the global order), stream_id,
                       version (UNIQUE together), topic, state bytea
     chorus_snapshots  stream_id, version (the primary key), topic, state
+    chorus_tracking   name (the primary key), position: tracked positions (the views')
 
 Every write is one transaction sent in ONE round trip (a pipeline): BEGIN, `LOCK TABLE
 chorus_events IN EXCLUSIVE MODE` (writers commit in position order, so a reader that
@@ -16,7 +17,9 @@ recorders do.
 
 A schema that holds the library's tables from an earlier Chorus (`stored_events`) and
 none of ours is refused with one line saying how to copy them
-(docs/decisions/0015-own-recorders.md).
+(docs/decisions/0015-own-recorders.md). The library's tracking table of the views'
+positions (`notification_tracking`) is copied into ours when the tracking recorder first
+opens the schema: positions are the same once the events were copied as 0015 says.
 """
 
 from __future__ import annotations
@@ -32,19 +35,23 @@ from eventsourcing.persistence import (
     Notification,
     OperationalError,
     PersistenceError,
+    IntegrityError,
     StoredEvent,
     Subscription,
+    Tracking,
 )
 from psycopg import sql
 from psycopg.pq import TransactionStatus
-from psycopg.rows import tuple_row
+from psycopg.rows import dict_row, tuple_row
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from events.recorders.base import (
     SNAPSHOTS,
     TABLE,
+    TRACKING,
     EventRecorder,
     Group,
+    PositionRecorder,
     Record,
     Row,
     SnapshotRecorder,
@@ -377,13 +384,86 @@ class PostgresSnapshots(SnapshotRecorder):
         return _select_events(self.db, self.db.snapshots, originator_id, gt, lte, desc, limit)
 
 
-def open_postgres(env: dict[str, str]) -> tuple[PostgresRecorder, PostgresSnapshots]:
-    """The recorders of a store whose settings `env` holds (events.backends.env_for)."""
-    db = PostgresDatabase(
+class PostgresTracking(PositionRecorder):
+    """Tracked positions in `chorus_tracking`, on a pool of their own. A transaction's
+    unqualified names are the schema's (`SET LOCAL search_path`)."""
+
+    dialect = "postgres"
+
+    def __init__(self, db: PostgresDatabase) -> None:
+        self.db = db
+        t = sql.SQL("{0}.{1}").format(sql.Identifier(db.schema), sql.Identifier(TRACKING))
+        self._search_path = sql.SQL("SET LOCAL search_path TO {0}").format(sql.Identifier(db.schema))
+        self._track = sql.SQL(
+            "INSERT INTO {0} (name, position) VALUES (%s, %s) ON CONFLICT (name) DO UPDATE "
+            "SET position = excluded.position WHERE {0}.position < excluded.position RETURNING position"
+        ).format(t)
+        self._tracked = sql.SQL("SELECT position FROM {0} WHERE name = %s").format(t)
+        self._locked = sql.SQL("SELECT position FROM {0} WHERE name = %s FOR UPDATE").format(t)
+        self._untrack = sql.SQL("DELETE FROM {0} WHERE name = %s").format(t)
+
+    @contextlib.contextmanager
+    def transaction(self, *, commit: bool = True) -> Iterator[psycopg.Cursor[Any]]:
+        with self.db.errors(), self.db.pool.connection() as conn, conn.transaction(force_rollback=not commit):
+            with conn.cursor(row_factory=dict_row) as cursor:
+                cursor.execute(self._search_path)
+                yield cursor
+
+    def track(self, cursor: psycopg.Cursor[Any], tracking: Tracking) -> None:
+        if cursor.execute(self._track, (tracking.application_name, tracking.notification_id)).fetchone() is None:
+            raise IntegrityError(f"{tracking.application_name} is at or past {tracking.notification_id} already")
+
+    def tracked(self, cursor: psycopg.Cursor[Any], name: str, *, lock: bool = False) -> int | None:
+        row = cursor.execute(self._locked if lock else self._tracked, (name,)).fetchone()
+        return None if row is None else row["position"]  # type: ignore[no-any-return]
+
+    def untrack(self, cursor: psycopg.Cursor[Any], name: str) -> None:
+        cursor.execute(self._untrack, (name,))
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def open_postgres_tracking(env: dict[str, str]) -> PostgresTracking:
+    """Tracked positions in the schema of `env` (events.backends.env_for); the library's
+    tracking table there (an earlier Chorus's views) is copied in on first open. Tables
+    are created here without a lock: callers opening a fresh schema concurrently hold
+    `events.backends.creating_tables`."""
+    db = _database(env)
+    t = sql.SQL("{0}.{1}").format(sql.Identifier(db.schema), sql.Identifier(TRACKING))
+
+    def run() -> None:
+        with db.pool.connection() as conn, conn.transaction():
+            have = {r[0] for r in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (db.schema,))}
+            conn.execute(sql.SQL("CREATE TABLE IF NOT EXISTS {0} (name text PRIMARY KEY, position bigint NOT NULL)")
+                         .format(t))
+            if TRACKING not in have and "notification_tracking" in have:
+                conn.execute(sql.SQL(
+                    "INSERT INTO {0} (name, position) SELECT application_name, max(notification_id) "
+                    "FROM {1}.notification_tracking WHERE application_name <> '__migration__' "
+                    "GROUP BY application_name"
+                ).format(t, sql.Identifier(db.schema)))
+
+    try:
+        db.retrying(run)
+    except BaseException:
+        db.close()
+        raise
+    return PostgresTracking(db)
+
+
+def _database(env: dict[str, str]) -> PostgresDatabase:
+    return PostgresDatabase(
         dbname=env["POSTGRES_DBNAME"], host=env["POSTGRES_HOST"], port=env["POSTGRES_PORT"],
         user=env["POSTGRES_USER"], password=env["POSTGRES_PASSWORD"], schema=env.get("POSTGRES_SCHEMA", ""),
         connect_timeout=float(env.get("POSTGRES_CONNECT_TIMEOUT", "5")), pool_size=int(env.get("POSTGRES_POOL_SIZE", "4")),
     )
+
+
+def open_postgres(env: dict[str, str]) -> tuple[PostgresRecorder, PostgresSnapshots]:
+    """The recorders of a store whose settings `env` holds (events.backends.env_for)."""
+    db = _database(env)
     try:
         db.create_tables()
     except BaseException:

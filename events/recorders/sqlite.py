@@ -5,6 +5,7 @@ Tables (ours, not the eventsourcing library's):
     chorus_events     position INTEGER PRIMARY KEY (the rowid: the global order),
                       stream_id, version (UNIQUE together), topic, state
     chorus_snapshots  stream_id, version (the primary key), topic, state
+    chorus_tracking   name (the primary key), position: tracked positions (the views')
 
 Each thread has its own connection (autocommit mode; transactions are explicit), the
 file is in WAL mode (readers never wait for the writer), and the threads of one process
@@ -15,6 +16,8 @@ busy timeout (which remains for other processes). SQLite has no notifications:
 A file written by an earlier Chorus holds the library's tables (`stored_events`,
 `snapshots`); opening it copies them into ours once, keeping positions (the library's
 rowids), so views tracking those positions stay right (docs/decisions/0015-own-recorders.md).
+Its tracking table (`tracking`, the views' positions) is copied into ours the same way
+when the tracking recorder first opens it.
 """
 
 from __future__ import annotations
@@ -25,13 +28,21 @@ import threading
 from collections.abc import Collection, Iterator, Sequence
 from typing import Any
 
-from eventsourcing.persistence import Notification, StoredEvent, Subscription
+from eventsourcing.persistence import (
+    IntegrityError,
+    Notification,
+    StoredEvent,
+    Subscription,
+    Tracking,
+)
 
 from events.recorders.base import (
     SNAPSHOTS,
     TABLE,
+    TRACKING,
     EventRecorder,
     Group,
+    PositionRecorder,
     Record,
     Row,
     SnapshotRecorder,
@@ -58,27 +69,45 @@ _ROWS = f"SELECT version, topic, state FROM {TABLE} WHERE stream_id = ?"
 _HEAD = f"SELECT version FROM {TABLE} WHERE stream_id = ? ORDER BY version DESC LIMIT 1"
 _INSERT = f"INSERT INTO {TABLE} (stream_id, version, topic, state) VALUES (?, ?, ?, ?)"
 _RECORD = f"SELECT position, stream_id, version, topic, state FROM {TABLE}"
+_CREATE_TRACKING = (
+    f"CREATE TABLE IF NOT EXISTS {TRACKING} (name TEXT PRIMARY KEY, position INTEGER NOT NULL) WITHOUT ROWID"
+)
+# The library's tracking table, as an earlier Chorus's views wrote it: copied once (its
+# own "__migration__" row is not a position).
+_LEGACY_TRACKING = (
+    f"INSERT INTO {TRACKING} (name, position) SELECT application_name, max(notification_id) "
+    "FROM tracking WHERE application_name <> '__migration__' GROUP BY application_name"
+)
+_TRACK = (
+    f"INSERT INTO {TRACKING} (name, position) VALUES (?, ?) ON CONFLICT (name) DO UPDATE "
+    f"SET position = excluded.position WHERE {TRACKING}.position < excluded.position RETURNING position"
+)
 
 
 class SQLiteDatabase:
-    """Connections to one file: one per thread, and a lock the writers take."""
+    """Connections to one file: one per thread, and a lock the writers take. `path` may
+    be an SQLite URI (`file:NAME?mode=memory&cache=shared`): an in-memory database,
+    whose readers take the writers' lock too (its connections share one cache, where a
+    read beside a write fails at once instead of waiting)."""
 
     def __init__(self, path: str, timeout: float = 30.0) -> None:
         self.path = path
         self.timeout = timeout
+        self.memory = "mode=memory" in path
         self.write_lock = threading.Lock()
         self._local = threading.local()
         self._all: list[sqlite3.Connection] = []
         self._all_lock = threading.Lock()
         with self.errors():
             conn = self.connection()
-            if conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
+            if not self.memory and conn.execute("PRAGMA journal_mode").fetchone()[0].lower() != "wal":
                 conn.execute("PRAGMA journal_mode=WAL")  # a property of the file
 
     def connection(self) -> sqlite3.Connection:
         conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False)
+            conn = sqlite3.connect(self.path, timeout=self.timeout, isolation_level=None, check_same_thread=False,
+                                   uri=True)
             self._local.conn = conn
             with self._all_lock:
                 self._all.append(conn)
@@ -93,14 +122,16 @@ class SQLiteDatabase:
 
     @contextlib.contextmanager
     def reading(self) -> Iterator[sqlite3.Connection]:
-        """A read transaction (one snapshot of the file for all its statements)."""
-        with self.errors():
+        """A read transaction (one snapshot of the file for all its statements), rolled
+        back at its end: it writes nothing."""
+        with self.write_lock if self.memory else contextlib.nullcontext(), self.errors():
             conn = self.connection()
             conn.execute("BEGIN")
             try:
                 yield conn
             finally:
-                conn.execute("COMMIT")
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
 
     @contextlib.contextmanager
     def writing(self) -> Iterator[sqlite3.Connection]:
@@ -250,6 +281,53 @@ class SQLiteSnapshots(SnapshotRecorder):
         self, originator_id: Any, *, gt: int | None = None, lte: int | None = None, desc: bool = False, limit: int | None = None
     ) -> Sequence[StoredEvent]:
         return _select_events(self.db, SNAPSHOTS, originator_id, gt, lte, desc, limit)
+
+
+class SQLiteTracking(PositionRecorder):
+    """Tracked positions in `chorus_tracking`, on connections of their own."""
+
+    dialect = "sqlite"
+
+    def __init__(self, db: SQLiteDatabase) -> None:
+        self.db = db
+
+    @contextlib.contextmanager
+    def transaction(self, *, commit: bool = True) -> Iterator[sqlite3.Cursor]:
+        with self.db.writing() if commit else self.db.reading() as conn:
+            cursor = conn.cursor()
+            cursor.row_factory = sqlite3.Row
+            yield cursor
+
+    def track(self, cursor: sqlite3.Cursor, tracking: Tracking) -> None:
+        if cursor.execute(_TRACK, (tracking.application_name, tracking.notification_id)).fetchone() is None:
+            raise IntegrityError(f"{tracking.application_name} is at or past {tracking.notification_id} already")
+
+    def tracked(self, cursor: sqlite3.Cursor, name: str, *, lock: bool = False) -> int | None:
+        # A committing transaction began IMMEDIATE: it holds the file's write lock already.
+        row = cursor.execute(f"SELECT position FROM {TRACKING} WHERE name = ?", (name,)).fetchone()
+        return None if row is None else row[0]  # type: ignore[no-any-return]
+
+    def untrack(self, cursor: sqlite3.Cursor, name: str) -> None:
+        cursor.execute(f"DELETE FROM {TRACKING} WHERE name = ?", (name,))
+
+    def close(self) -> None:
+        self.db.close()
+
+
+def open_sqlite_tracking(path: str, timeout: float = 30.0) -> SQLiteTracking:
+    """Tracked positions in the SQLite file (or URI) at `path`; an earlier Chorus's
+    tracking table there is copied in on first open."""
+    db = SQLiteDatabase(path, timeout)
+    try:
+        with db.writing() as conn:
+            have = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+            conn.execute(_CREATE_TRACKING)
+            if TRACKING not in have and "tracking" in have:
+                conn.execute(_LEGACY_TRACKING)
+    except BaseException:
+        db.close()
+        raise
+    return SQLiteTracking(db)
 
 
 def open_sqlite(path: str, timeout: float = 30.0) -> tuple[SQLiteRecorder, SQLiteSnapshots]:

@@ -47,7 +47,6 @@ from eventsourcing.persistence import StoredEvent
 from actors.runtime.replay import load_fixture, replay_run, run_records
 from events.store import EventStore
 from projections.log_reader import read_stored
-from projections.views import ViewStore
 from tests.bench.bench_store import (
     backends_from,
     fresh_url,
@@ -71,14 +70,13 @@ class Recorded:
 
 def raw_read(runs: list[Recorded]) -> Callable[[], int]:
     """Each store's log read the way a stored-record projection rebuild reads it."""
-    views = [ViewStore.for_store(r.store) for r in runs]
 
     def read() -> int:
         count = 0
-        for r, v in zip(runs, views, strict=True):
+        for r in runs:
             head, after = r.store.max_position(), 0
             while after < head:
-                rows = read_stored(r.store, v, after, head, PAGE)
+                rows = read_stored(r.store, after, head, PAGE)
                 count += len(rows)
                 if len(rows) < PAGE:
                     break

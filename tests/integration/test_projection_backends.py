@@ -81,7 +81,7 @@ def test_views_live_in_the_stores_own_database(store_url, tmp_path):
             with sqlite3.connect(path) as db:
                 assert db.execute("SELECT run_id, stream_id, events FROM audit_streams").fetchall() == [("1", "run:1", 1)]
                 assert db.execute(
-                    "SELECT notification_id FROM tracking WHERE application_name = 'projection:audit'"
+                    "SELECT position FROM chorus_tracking WHERE name = 'projection:audit'"
                 ).fetchone() == (1,)
         elif s.backend == "postgres":
             schema = store_url.rsplit("schema=", 1)[1]
@@ -94,7 +94,8 @@ def test_views_live_in_the_stores_own_database(store_url, tmp_path):
                         "SELECT table_name FROM information_schema.tables WHERE table_schema = %s", (schema,)
                     ).fetchall()
                 }
-                assert {"audit_streams", "llm_calls", "projection_schemas", "notification_tracking"} <= tables
+                assert {"audit_streams", "llm_calls", "projection_schemas", "chorus_tracking"} <= tables
+                assert "notification_tracking" not in tables  # the library's: none of its tables
                 assert db.execute(f'SELECT run_id, stream_id, events FROM "{schema}".audit_streams').fetchall() == [
                     ("1", "run:1", 1)
                 ]
@@ -245,7 +246,6 @@ def test_the_log_reader_gives_what_the_recorder_gives(store_url):
         for i in range(1, 4):
             agent_turn(store, "agent-1", "1", i)
             agent_turn(store, "agent-2", "1", i)
-        views = ProjectionRunner(store, [AuditProjection()]).views
         head = store.max_position()
 
         def rows(records):
@@ -256,17 +256,17 @@ def test_the_log_reader_gives_what_the_recorder_gives(store_url):
                     for n in store.recorder.select_notifications(start, 100, stop=stop, topics=topics)]
 
         expected = recorder(3, head - 1)
-        assert rows(read_stored(store, views, 2, head - 1, 100)) == expected
-        assert rows(read_stored(store, views, 2, head - 1, 3)) == expected[:3]
+        assert rows(read_stored(store, 2, head - 1, 100)) == expected
+        assert rows(read_stored(store, 2, head - 1, 3)) == expected[:3]
         wanted = ("StepDecided", "RunSubmitted")
-        assert rows(read_stored(store, views, 0, head, 100, wanted)) == recorder(1, head, wanted)
-        assert read_stored(store, views, head, head, 100) == []
+        assert rows(read_stored(store, 0, head, 100, wanted)) == recorder(1, head, wanted)
+        assert read_stored(store, head, head, 100) == []
         # By stream: only those streams' events, still up to the limit.
         agent_2 = [row for row in recorder(1, head) if row[1] == "agent-2"]
-        assert rows(read_stored(store, views, 0, head, 100, (), {"agent-2"})) == agent_2
-        assert rows(read_stored(store, views, 0, head, 4, (), {"agent-2"})) == agent_2[:4]
+        assert rows(read_stored(store, 0, head, 100, (), {"agent-2"})) == agent_2
+        assert rows(read_stored(store, 0, head, 4, (), {"agent-2"})) == agent_2[:4]
         # At chosen positions (one past the end is left out).
-        found = read_positions(store, views, [head, 2, head + 1])
+        found = read_positions(store, [head, 2, head + 1])
         assert sorted(found) == [2, head] and rows([found[2]]) == recorder(2, 2)
     finally:
         store.close()

@@ -12,6 +12,11 @@ Nothing else in the cases depends on UUIDs.
 `optional_test_insert_subscribe` (not run by the library by default) is run for memory and
 PostgreSQL, whose recorders we subscribe to in `EventStore.follow`; SQLite has no
 subscriptions (its recorder raises NotImplementedError), so `follow` polls there.
+
+`TrackingRecorderTestCase` runs against the tracking recorder of a store's views exactly
+as `ViewStore.for_store` opens it (memory: an in-memory SQLite database of its own).
+`ProcessRecorderTestCase` does not apply: views write rows, not events, next to their
+positions (`PositionRecorder.transaction` and `track`: tests/integration/test_view_tracking.py).
 """
 
 from __future__ import annotations
@@ -21,7 +26,11 @@ import uuid
 import pytest
 from eventsourcing.tests import persistence as library
 
+from events.recorders.memory import MemoryRecorder
+from events.recorders.postgres import PostgresTracking
+from events.recorders.sqlite import SQLiteTracking
 from events.store import EventStore
+from projections.views import ViewStore
 
 
 class OurConfiguration:
@@ -33,6 +42,7 @@ class OurConfiguration:
         self.stores: list[EventStore] = []
         yield
         for store in self.stores:
+            ViewStore.for_store(store).close()
             store.close()
 
     def new_originator_id(self) -> str:
@@ -59,6 +69,15 @@ class NonInterleavingCase(OurConfiguration, library.NonInterleavingNotificationI
         return self.open_store().recorder
 
 
+class TrackingRecorderCase(OurConfiguration, library.TrackingRecorderTestCase):
+    def create_recorder(self):
+        store = self.open_store()
+        tracking = ViewStore.for_store(store).tracking
+        assert isinstance(tracking, PostgresTracking if self.backend == "postgres" else SQLiteTracking)
+        assert isinstance(store.recorder, MemoryRecorder) == (self.backend == "memory")
+        return tracking
+
+
 class SubscribeMixin:
     def test_insert_subscribe(self) -> None:
         self.optional_test_insert_subscribe()
@@ -73,6 +92,10 @@ class TestMemorySnapshotRecorder(SnapshotRecorderCase):
 
 
 class TestMemoryNonInterleaving(NonInterleavingCase):
+    backend = "memory"
+
+
+class TestMemoryTrackingRecorder(TrackingRecorderCase):
     backend = "memory"
 
 
@@ -92,6 +115,10 @@ class TestSQLiteNonInterleaving(NonInterleavingCase):
     backend = "sqlite"
 
 
+class TestSQLiteTrackingRecorder(TrackingRecorderCase):
+    backend = "sqlite"
+
+
 @pytest.mark.postgres
 class TestPostgresApplicationRecorder(SubscribeMixin, ApplicationRecorderCase):
     backend = "postgres"
@@ -107,4 +134,9 @@ class TestPostgresNonInterleaving(NonInterleavingCase):
     backend = "postgres"
 
 
-del ApplicationRecorderCase, SnapshotRecorderCase, NonInterleavingCase  # not test classes
+@pytest.mark.postgres
+class TestPostgresTrackingRecorder(TrackingRecorderCase):
+    backend = "postgres"
+
+
+del ApplicationRecorderCase, SnapshotRecorderCase, NonInterleavingCase, TrackingRecorderCase  # not test classes

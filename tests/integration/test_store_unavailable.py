@@ -232,19 +232,17 @@ def test_postgres_going_away_under_an_open_store(postgres_url):
 
 def test_view_reads_of_the_log_ride_out_a_dropped_connection(postgres_url):
     from projections.log_reader import read_positions, read_stored
-    from projections.views import ViewStore
 
     p = urlparse(postgres_url)
     proxy = TcpProxy(p.hostname, p.port or 5432)
     store = EventStore(postgres_url.replace(f"{p.hostname}:{p.port}", f"127.0.0.1:{proxy.port}"))
     try:
         store.append("s", [Pinged(), Pinged()], expected_version=0)
-        views = ViewStore.for_store(store)
-        assert [r.version for r in read_stored(store, views, 0, 2, 10)] == [1, 2]
+        assert [r.version for r in read_stored(store, 0, 2, 10)] == [1, 2]
         proxy.blip()  # the pool's connections are dead; the server is back at once
-        assert [r.version for r in read_stored(store, views, 0, 2, 10)] == [1, 2]
+        assert [r.version for r in read_stored(store, 0, 2, 10)] == [1, 2]
         proxy.blip()
-        assert list(read_positions(store, views, [2])) == [2]
+        assert list(read_positions(store, [2])) == [2]
     finally:
         store.close()
         proxy.cut()

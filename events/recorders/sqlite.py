@@ -31,6 +31,7 @@ from typing import Any
 from eventsourcing.persistence import (
     IntegrityError,
     Notification,
+    ProgrammingError,
     StoredEvent,
     Subscription,
     Tracking,
@@ -113,6 +114,15 @@ class SQLiteDatabase:
                 self._all.append(conn)
         return conn
 
+    def _idle(self) -> sqlite3.Connection:
+        """This thread's connection, outside any transaction: a transaction begun inside
+        another on the same thread is an error at once, not a wait on our own lock."""
+        with self.errors():
+            conn = self.connection()
+        if conn.in_transaction:
+            raise ProgrammingError("a transaction is open on this thread already: transactions do not nest")
+        return conn
+
     @contextlib.contextmanager
     def errors(self) -> Iterator[None]:
         try:
@@ -124,8 +134,8 @@ class SQLiteDatabase:
     def reading(self) -> Iterator[sqlite3.Connection]:
         """A read transaction (one snapshot of the file for all its statements), rolled
         back at its end: it writes nothing."""
+        conn = self._idle()
         with self.write_lock if self.memory else contextlib.nullcontext(), self.errors():
-            conn = self.connection()
             conn.execute("BEGIN")
             try:
                 yield conn
@@ -136,8 +146,8 @@ class SQLiteDatabase:
     @contextlib.contextmanager
     def writing(self) -> Iterator[sqlite3.Connection]:
         """A write transaction: committed on success, rolled back on any error."""
+        conn = self._idle()
         with self.write_lock, self.errors():
-            conn = self.connection()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 yield conn

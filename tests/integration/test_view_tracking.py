@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from eventsourcing.persistence import InfrastructureFactory, IntegrityError, Tracking
+from eventsourcing.persistence import InfrastructureFactory, IntegrityError, ProgrammingError, Tracking
 
 from events.backends import env_for
 from events.runs import RunSubmitted
@@ -128,6 +128,26 @@ def test_a_runner_whose_position_fails_to_record_leaves_no_rows_and_carries_on(s
         monkeypatch.setattr(views.tracking, "track", real)
         assert runner.run_once() == {"seen": 3}
         assert (seen(views), views.position("seen")) == ([1, 2, 3, 4, 5], 5)
+    finally:
+        views.close()
+        store.close()
+
+
+def test_a_view_transaction_inside_another_on_one_thread_fails_at_once(store_url):
+    # SQLite (and memory) use one connection per thread: a nested transaction would wait
+    # on its own write lock forever. PostgreSQL takes another connection from its pool.
+    store = EventStore(store_url)
+    views = ViewStore.for_store(store)
+    try:
+        with views.transaction() as c:
+            c.execute("CREATE TABLE outer_rows (n INTEGER PRIMARY KEY)")
+            if views.dialect == "sqlite":
+                with pytest.raises(ProgrammingError, match="do not nest"):
+                    views.position("seen")
+                with pytest.raises(ProgrammingError, match="do not nest"), views.transaction():
+                    pass
+            c.execute("INSERT INTO outer_rows (n) VALUES (1)")
+        assert views.query("SELECT n FROM outer_rows") == [{"n": 1}]
     finally:
         views.close()
         store.close()

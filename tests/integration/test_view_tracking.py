@@ -36,6 +36,16 @@ def submit(store: EventStore, runs: range) -> None:
         store.append(f"run:{i}", [RunSubmitted(goal="g", run_id=str(i))], 0)
 
 
+@pytest.fixture
+def views(store_url):
+    """The views of a fresh store of each backend (`views.store` is the store)."""
+    store = EventStore(store_url)
+    opened = ViewStore.for_store(store)
+    yield opened
+    opened.close()
+    store.close()
+
+
 def seen(views: ViewStore) -> list[int]:
     return [r["position"] for r in views.query("SELECT position FROM seen ORDER BY position")]
 
@@ -64,93 +74,76 @@ class Boom(Exception):
     pass
 
 
-def test_rows_and_position_commit_together_or_not_at_all(store_url):
-    store = EventStore(store_url)
-    views = ViewStore.for_store(store)
-    try:
-        with views.transaction() as c:
-            c.execute("CREATE TABLE rows_of_view (n INTEGER PRIMARY KEY)")
-        name = tracking_name("atomic")
+def test_rows_and_position_commit_together_or_not_at_all(views):
+    with views.transaction() as c:
+        c.execute("CREATE TABLE rows_of_view (n INTEGER PRIMARY KEY)")
+    name = tracking_name("atomic")
 
-        def rows() -> list[int]:
-            return [r["n"] for r in views.query("SELECT n FROM rows_of_view ORDER BY n")]
+    def rows() -> list[int]:
+        return [r["n"] for r in views.query("SELECT n FROM rows_of_view ORDER BY n")]
 
-        # A failure after the rows, before the position: neither is kept.
-        with pytest.raises(Boom), views.transaction() as c:
-            c.execute("INSERT INTO rows_of_view (n) VALUES (1)")
-            raise Boom
-        # A failure after both: neither is kept.
-        with pytest.raises(Boom), views.transaction() as c:
-            c.execute("INSERT INTO rows_of_view (n) VALUES (1)")
-            views.tracking.track(c.raw, Tracking(name, 1))
-            raise Boom
-        assert (rows(), views.tracking.max_tracking_id(name)) == ([], None)
+    # A failure after the rows, before the position: neither is kept.
+    with pytest.raises(Boom), views.transaction() as c:
+        c.execute("INSERT INTO rows_of_view (n) VALUES (1)")
+        raise Boom
+    # A failure after both: neither is kept.
+    with pytest.raises(Boom), views.transaction() as c:
+        c.execute("INSERT INTO rows_of_view (n) VALUES (1)")
+        views.tracking.track(c.raw, Tracking(name, 1))
+        raise Boom
+    assert (rows(), views.tracking.max_tracking_id(name)) == ([], None)
 
-        with views.transaction() as c:
-            c.execute("INSERT INTO rows_of_view (n) VALUES (1)")
-            views.tracking.track(c.raw, Tracking(name, 1))
-        assert (rows(), views.tracking.max_tracking_id(name)) == ([1], 1)
+    with views.transaction() as c:
+        c.execute("INSERT INTO rows_of_view (n) VALUES (1)")
+        views.tracking.track(c.raw, Tracking(name, 1))
+    assert (rows(), views.tracking.max_tracking_id(name)) == ([1], 1)
 
-        # A position that does not move forward fails the transaction, rows and all.
-        with pytest.raises(IntegrityError), views.transaction() as c:
-            c.execute("INSERT INTO rows_of_view (n) VALUES (2)")
-            views.tracking.track(c.raw, Tracking(name, 1))
-        assert (rows(), views.tracking.max_tracking_id(name)) == ([1], 1)
+    # A position that does not move forward fails the transaction, rows and all.
+    with pytest.raises(IntegrityError), views.transaction() as c:
+        c.execute("INSERT INTO rows_of_view (n) VALUES (2)")
+        views.tracking.track(c.raw, Tracking(name, 1))
+    assert (rows(), views.tracking.max_tracking_id(name)) == ([1], 1)
 
-        # A transaction that does not commit keeps nothing either.
-        with views.transaction(commit=False) as c:
-            c.execute("INSERT INTO rows_of_view (n) VALUES (3)")
-            views.tracking.track(c.raw, Tracking(name, 3))
-        assert (rows(), views.tracking.max_tracking_id(name)) == ([1], 1)
-    finally:
-        views.close()
-        store.close()
+    # A transaction that does not commit keeps nothing either.
+    with views.transaction(commit=False) as c:
+        c.execute("INSERT INTO rows_of_view (n) VALUES (3)")
+        views.tracking.track(c.raw, Tracking(name, 3))
+    assert (rows(), views.tracking.max_tracking_id(name)) == ([1], 1)
 
 
-def test_a_runner_whose_position_fails_to_record_leaves_no_rows_and_carries_on(store_url, monkeypatch):
-    store = EventStore(store_url)
-    views = ViewStore.for_store(store)
-    try:
-        submit(store, range(1, 6))
-        runner = ProjectionRunner(store, [Seen()], batch_size=2)
-        assert runner.run_once(max_batches=1) == {"seen": 2}
+def test_a_runner_whose_position_fails_to_record_leaves_no_rows_and_carries_on(views, monkeypatch):
+    store = views.store
+    submit(store, range(1, 6))
+    runner = ProjectionRunner(store, [Seen()], batch_size=2)
+    assert runner.run_once(max_batches=1) == {"seen": 2}
 
-        real = views.tracking.track
+    real = views.tracking.track
 
-        def fail_after_rows(cursor, tracking):
-            raise Boom("between the view's rows and its position")
+    def fail_after_rows(cursor, tracking):
+        raise Boom("between the view's rows and its position")
 
-        monkeypatch.setattr(views.tracking, "track", fail_after_rows)
-        with pytest.raises(Boom):
-            runner.run_once(max_batches=1)
-        assert (seen(views), views.position("seen")) == ([1, 2], 2)
+    monkeypatch.setattr(views.tracking, "track", fail_after_rows)
+    with pytest.raises(Boom):
+        runner.run_once(max_batches=1)
+    assert (seen(views), views.position("seen")) == ([1, 2], 2)
 
-        monkeypatch.setattr(views.tracking, "track", real)
-        assert runner.run_once() == {"seen": 3}
-        assert (seen(views), views.position("seen")) == ([1, 2, 3, 4, 5], 5)
-    finally:
-        views.close()
-        store.close()
+    monkeypatch.setattr(views.tracking, "track", real)
+    assert runner.run_once() == {"seen": 3}
+    assert (seen(views), views.position("seen")) == ([1, 2, 3, 4, 5], 5)
 
 
-def test_a_view_transaction_inside_another_on_one_thread_fails_at_once(store_url):
+def test_a_view_transaction_inside_another_on_one_thread_fails_at_once(views):
     # SQLite (and memory) use one connection per thread: a nested transaction would wait
     # on its own write lock forever. PostgreSQL takes another connection from its pool.
-    store = EventStore(store_url)
-    views = ViewStore.for_store(store)
-    try:
-        with views.transaction() as c:
-            c.execute("CREATE TABLE outer_rows (n INTEGER PRIMARY KEY)")
-            if views.dialect == "sqlite":
-                with pytest.raises(ProgrammingError, match="do not nest"):
-                    views.position("seen")
-                with pytest.raises(ProgrammingError, match="do not nest"), views.transaction():
-                    pass
-            c.execute("INSERT INTO outer_rows (n) VALUES (1)")
-        assert views.query("SELECT n FROM outer_rows") == [{"n": 1}]
-    finally:
-        views.close()
-        store.close()
+    with views.transaction() as c:
+        c.execute("CREATE TABLE outer_rows (n INTEGER PRIMARY KEY)")
+        if views.dialect == "sqlite":
+            with pytest.raises(ProgrammingError, match="do not nest"):
+                views.position("seen")
+            with pytest.raises(ProgrammingError, match="do not nest"), views.transaction():
+                pass
+        c.execute("INSERT INTO outer_rows (n) VALUES (1)")
+    assert views.query("SELECT n FROM outer_rows") == [{"n": 1}]
 
 
 def _legacy_tracking(url: str, positions: dict[str, int]) -> None:

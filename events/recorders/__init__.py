@@ -40,7 +40,8 @@ def open_tracking(backend: str, env: dict[str, str]) -> PositionRecorder:
 
         return open_sqlite_tracking(env["SQLITE_DBNAME"], float(env.get("SQLITE_LOCK_TIMEOUT", "30")))
     if backend == "postgres":
-        from events.recorders.postgres import open_postgres_tracking  # lazily: loads psycopg
+        # lazily: loads psycopg
+        from events.recorders.postgres import open_postgres_tracking
 
         return open_postgres_tracking(env)
     raise ValueError(f"no tracking recorder for backend {backend!r}")

@@ -25,8 +25,8 @@ from eventsourcing.persistence import (
 
 from events.recorders.base import (
     EventRecorder,
-    PositionRecorder,
     Group,
+    PositionRecorder,
     Record,
     Row,
     SnapshotRecorder,

@@ -31,11 +31,11 @@ from typing import Any, TypeVar
 
 import psycopg
 from eventsourcing.persistence import (
+    IntegrityError,
     InterfaceError,
     Notification,
     OperationalError,
     PersistenceError,
-    IntegrityError,
     StoredEvent,
     Subscription,
     Tracking,
@@ -404,10 +404,14 @@ class PostgresTracking(PositionRecorder):
 
     @contextlib.contextmanager
     def transaction(self, *, commit: bool = True) -> Iterator[psycopg.Cursor[Any]]:
-        with self.db.errors(), self.db.pool.connection() as conn, conn.transaction(force_rollback=not commit):
-            with conn.cursor(row_factory=dict_row) as cursor:
-                cursor.execute(self._search_path)
-                yield cursor
+        with (
+            self.db.errors(),
+            self.db.pool.connection() as conn,
+            conn.transaction(force_rollback=not commit),
+            conn.cursor(row_factory=dict_row) as cursor,
+        ):
+            cursor.execute(self._search_path)
+            yield cursor
 
     def track(self, cursor: psycopg.Cursor[Any], tracking: Tracking) -> None:
         if cursor.execute(self._track, (tracking.application_name, tracking.notification_id)).fetchone() is None:

@@ -8,7 +8,12 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import pytest
-from eventsourcing.persistence import InfrastructureFactory, IntegrityError, ProgrammingError, Tracking
+from eventsourcing.persistence import (
+    InfrastructureFactory,
+    IntegrityError,
+    ProgrammingError,
+    Tracking,
+)
 
 from events.backends import env_for
 from events.runs import RunSubmitted

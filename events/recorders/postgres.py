@@ -424,6 +424,14 @@ class PostgresTracking(PositionRecorder):
     def untrack(self, cursor: psycopg.Cursor[Any], name: str) -> None:
         cursor.execute(self._untrack, (name,))
 
+    # The library's interface rides out a lost connection, as the library's recorder did
+    # (a transaction of the caller's cannot be retried here: its body is the caller's).
+    def insert_tracking(self, tracking: Tracking) -> None:
+        self.db.retrying(lambda: super(PostgresTracking, self).insert_tracking(tracking))
+
+    def max_tracking_id(self, application_name: str) -> int | None:
+        return self.db.retrying(lambda: super(PostgresTracking, self).max_tracking_id(application_name))
+
     def close(self) -> None:
         self.db.close()
 

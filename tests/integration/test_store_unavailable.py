@@ -248,6 +248,29 @@ def test_view_reads_of_the_log_ride_out_a_dropped_connection(postgres_url):
         proxy.cut()
 
 
+def test_view_positions_ride_out_a_dropped_connection(postgres_url):
+    from eventsourcing.persistence import Tracking
+
+    from projections.views import ViewStore, tracking_name
+
+    p = urlparse(postgres_url)
+    proxy = TcpProxy(p.hostname, p.port or 5432)
+    store = EventStore(postgres_url.replace(f"{p.hostname}:{p.port}", f"127.0.0.1:{proxy.port}"))
+    views = ViewStore.for_store(store)
+    try:
+        with views.transaction() as c:
+            views.track(c, "p", 3)
+        proxy.blip()  # the views' pool's connections are dead; the server is back at once
+        assert views.position("p") == 3
+        proxy.blip()
+        views.tracking.insert_tracking(Tracking(tracking_name("p"), 4))
+        assert views.position("p") == 4
+    finally:
+        views.close()
+        store.close()
+        proxy.cut()
+
+
 def test_a_fresh_sqlite_file_locked_while_opening_is_retried_then_one_line(tmp_path, monkeypatch):
     # Two stores opening a fresh file at once: switching it to WAL can fail at once with
     # sqlite3's own "database is locked" (seen in CI), which must be retried like the

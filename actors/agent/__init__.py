@@ -5,7 +5,10 @@ The plan every workload folder follows:
                                       when its plugin (kind.py) is loaded
     react.py, parsing.py, policy.py   the pure core: `ReactAgent` (decide/evolve, next_effect)
     lookups.py, patches.py            the agent's own lookups; its named patches (`patched`)
-    asks.py, evidence.py, verify.py   what a question asks, grounding quotes, the verify step
+    asks.py, evidence.py              what a question asks; grounding a quote in what was shown
+    answer_terms.py                   the words and values of questions, answers and quotes
+    mismatch.py, verify.py            does the quote answer the question (`CHECKS`); the
+                                      verify step's whole verdict (`check_answer`)
     prompt.py                         its prompts and step schema
     actor.py                          the Ray shell: `AgentActor`, which serves any agent run
     kind.py                           its RunKind: `AgentRunKind` (reused by research and

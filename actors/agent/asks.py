@@ -3,7 +3,7 @@
 `ask_of` classes a question by what its answer must be (a value, a message, a base class, an
 override, a name, or any); `question_name` and `question_names` find the code names it gives,
 which the agent looks up before the model's first step. The verify step
-(actors/agent/verify.py) judges an answer's quote against both.
+(actors/agent/mismatch.py) judges an answer's quote against both.
 """
 
 from __future__ import annotations

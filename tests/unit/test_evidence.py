@@ -18,7 +18,8 @@ from actors.agent.evidence import (
     spans,
 )
 from actors.agent.patches import GROUNDED_PATCHES
-from actors.agent.verify import check_answer, lookup_name, mismatch
+from actors.agent.mismatch import mismatch
+from actors.agent.verify import check_answer, lookup_name
 from tests.support.patch_sets import grounded_without
 
 READ = """pkg/config.py, lines 10-14 of 40:

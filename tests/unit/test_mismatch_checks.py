@@ -1,12 +1,12 @@
-"""The verify step's checks (actors/agent/verify.py `CHECKS`): each a pure function of one
+"""The verify step's checks (actors/agent/mismatch.py `CHECKS`): each a pure function of one
 answer's case, chosen by what the question asks and by the run's patches, walked in order."""
 
 from __future__ import annotations
 
-from actors.agent import verify
+from actors.agent import mismatch as checks_module
 from actors.agent.asks import ask_of
 from actors.agent.patches import GROUNDED_PATCHES, KNOWN
-from actors.agent.verify import (
+from actors.agent.mismatch import (
     CHECKS,
     Case,
     base_class_line,
@@ -97,7 +97,7 @@ def test_a_check_runs_only_for_a_run_with_its_patch(monkeypatch):
             return why
         return check
 
-    monkeypatch.setattr(verify, "CHECKS", {"any": (
+    monkeypatch.setattr(checks_module, "CHECKS", {"any": (
         ("restated", probe("patched", None)), (None, probe("every run", "wrong")), (None, probe("after", "later")),
     )})
     q = "How does it work?"

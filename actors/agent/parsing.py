@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from actors.agent.policy import ARG_ALIASES, unwrap_answer
@@ -41,6 +41,15 @@ _SYNONYMS = {
 }  # fmt: skip
 _GENERIC_WORDS = frozenset({"file", "tool", "the", "a", "in", "for", "to"})
 _CALL = re.compile(r"^\s*([A-Za-z_][\w\- ]*?)\s*\((.*)\)\s*$", re.DOTALL)
+
+
+_NO_PARAMETERS = re.compile(r"[\w.]+\(\s*\)")
+
+
+def argless_tools(tools: Iterable[Any]) -> frozenset[str]:
+    """The names of the tools that take no arguments (their signature is `name()`): a step
+    calling one with empty args is a call, not a step missing its arguments."""
+    return frozenset(t.name for t in tools if _NO_PARAMETERS.fullmatch(t.signature.strip()))
 
 
 def parse_step(

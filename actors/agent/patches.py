@@ -4,7 +4,8 @@ A run records the patches it started with (`AgentStarted.patches`); the code ask
 `patched(state, NAME)` where a change parts the old path from the new, so a new run takes the
 new path and a recorded run replays on the one it ran (Temporal's `patched`). New grounded
 runs with the agent's own lookups start with every grounded patch (`GROUNDED_PATCHES`), other
-grounded runs with none, and runs that are not grounded with the plain agent's (`PLAIN_PATCHES`).
+grounded runs with none of those, and runs that are not grounded with the plain agent's (`PLAIN_PATCHES`);
+every new run also takes the loop's own (`LOOP_PATCHES`).
 A patch is deleted, with its old path, once no fixture or supported log needs the old path
 (docs/decisions/0014-named-patches.md).
 
@@ -37,6 +38,12 @@ The plain agent's (not grounded):
 - files_prompt: its prompt is for questions about files in general: a file the goal names is
   read, not searched for; a tool that does what the goal asks is called, not imitated; the
   answer says what the files show (actors/agent/prompt.py `FILES_TOOL_RULES`).
+
+Every new run's (the loop's own):
+
+- argless_tools: a tool that takes no arguments (its signature is `name()`) is called with
+  empty args (`{"action": "current_time", "args": {}}`); before, that step was refused as
+  "needs its arguments", so such a tool could never run.
 """
 
 from __future__ import annotations
@@ -58,7 +65,8 @@ GROUNDED_PATCHES: tuple[str, ...] = (
     "restated",
 )
 PLAIN_PATCHES: tuple[str, ...] = ("files_prompt",)
-PATCHES: tuple[str, ...] = (*GROUNDED_PATCHES, *PLAIN_PATCHES)
+LOOP_PATCHES: tuple[str, ...] = ("argless_tools",)  # every new run's, grounded or not
+PATCHES: tuple[str, ...] = (*GROUNDED_PATCHES, *PLAIN_PATCHES, *LOOP_PATCHES)
 KNOWN = frozenset(PATCHES)
 
 

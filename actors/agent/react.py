@@ -9,7 +9,7 @@ replays from its log exactly.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from datetime import datetime
 from typing import Any, Literal
 
@@ -36,7 +36,7 @@ from actors.agent.lookups import (
 from actors.agent.patches import check_patches, patched
 from actors.agent.verify import check_answer, lookup_name
 from actors.agent.policy import format_observation, is_repeat, repeat_observation, wrap_answer
-from actors.agent.parsing import parse_step
+from actors.agent.parsing import argless_tools, parse_step
 from actors.agent.prompt import MAX_CONDENSED, AgentStep, HistoryItem, StepProblem, build_messages, step_schema
 from actors.runtime.behaviour import Behaviour, Command
 from actors.runtime.effects import CallLlm, CallTool, LlmReturned, Stop, StopAgent, ToolFinished
@@ -250,8 +250,9 @@ class ReactAgent(Behaviour[AgentState]):
     def prompt(self, goal: str, tools: Any, history: Any, **options: Any) -> list[dict[str, str]]:
         return build_messages(goal, tools, history, **options)
 
-    def parse(self, parsed: Any, content: str, tool_names: list[str]) -> AgentStep | StepProblem:
-        return parse_step(parsed, content, tool_names)
+    def parse(self, parsed: Any, content: str, tool_names: list[str], argless: Collection[str] = ()) -> AgentStep | StepProblem:
+        """The step in a reply; `argless`: the tools that take no arguments (patch argless_tools)."""
+        return parse_step(parsed, content, tool_names, argless=argless)
 
     def refuse_answer(self, state: AgentState) -> str | None:
         """An observation turning down an answer given now (the step is rejected and the
@@ -328,7 +329,8 @@ class ReactAgent(Behaviour[AgentState]):
             error = budget_error("tokens", f"{tokens} tokens used, the budget allows {limit}")
             return out + [BudgetExceeded(error=error), AgentFailed(error=error)]
         iteration = state.iteration + 1
-        step = self.parse(result.parsed, result.content, state.tool_names)
+        argless = argless_tools(state.tools) if patched(state, "argless_tools") else frozenset()
+        step = self.parse(result.parsed, result.content, state.tool_names, argless=argless)
         if isinstance(step, StepProblem):
             out.append(
                 StepRejected(

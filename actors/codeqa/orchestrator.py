@@ -9,7 +9,7 @@ one worked example whose observations are exactly what the tools print (a test c
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from actors.agent.parsing import parse_step
@@ -198,8 +198,8 @@ class Orchestrator(ReactAgent):
     def prompt(self, goal: str, tools: Any, history: Any, grounded: bool = False, **options: Any) -> list[dict[str, str]]:
         return build_messages(goal, tools, history, system=system_prompt(tools, grounded), note=step_note, **options)
 
-    def parse(self, parsed: Any, content: str, tool_names: list[str]) -> AgentStep | StepProblem:
-        return parse_step(parsed, content, tool_names, primary_args=PRIMARY_ARGS, argless=ARGLESS)
+    def parse(self, parsed: Any, content: str, tool_names: list[str], argless: Collection[str] = ()) -> AgentStep | StepProblem:
+        return parse_step(parsed, content, tool_names, primary_args=PRIMARY_ARGS, argless=ARGLESS | set(argless))
 
     def refuse_answer(self, state: AgentState) -> str | None:
         """No answer before the run has seen code or documentation, unless it must answer now

@@ -258,8 +258,8 @@ def test_new_runs_of_an_agent_with_find_definition_make_their_own_lookups() -> N
     assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True).lookups is True
     assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).lookups is False
     assert ReactAgent.make_start(goal="q", root=".", tools=specs[:1], grounded=True).lookups is False
-    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True).patches == list(GROUNDED_PATCHES)
-    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).patches == ["files_prompt"]
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True).patches == [*GROUNDED_PATCHES, "argless_tools"]
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).patches == ["files_prompt", "argless_tools"]
 
 
 def test_the_plain_agent_is_not_grounded_unless_asked_and_the_code_question_agent_is() -> None:
@@ -269,11 +269,11 @@ def test_the_plain_agent_is_not_grounded_unless_asked_and_the_code_question_agen
 
     specs = [ToolSpec(name=c.name, signature=c.signature(), description=c.description) for c in TOOLS]
     plain = ReactAgent.make_start(goal="q", root=".", tools=specs)
-    assert (plain.grounded, plain.lookups, plain.patches) == (False, False, ["files_prompt"])
+    assert (plain.grounded, plain.lookups, plain.patches) == (False, False, ["files_prompt", "argless_tools"])
     asked = ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=None)
     assert asked.grounded is False
     code = Orchestrator.make_start(goal="q", root=".", tools=specs)
-    assert (code.grounded, code.lookups, code.patches) == (True, True, list(GROUNDED_PATCHES))
+    assert (code.grounded, code.lookups, code.patches) == (True, True, [*GROUNDED_PATCHES, "argless_tools"])
 
 
 def test_a_value_quoted_from_outside_the_named_definition_is_refused_and_the_definition_read(tmp_path: Path) -> None:

@@ -11,6 +11,7 @@ The plan every workload folder follows:
                                       verify step's whole verdict (`check_answer`)
     prompt.py                         its prompts and step schema
     actor.py                          the Ray shell: `AgentActor`, which serves any agent run
+    replay.py                         replay: each agent stream re-driven against its log
     kind.py                           its RunKind: `AgentRunKind` (reused by research and
                                       code questions) and `ReactRun` (`chorus run`)
 Its tools are the shared file tools (`actors.tools`).

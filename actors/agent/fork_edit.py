@@ -77,7 +77,7 @@ def prepare_edited_fork(
     malformed prompt, a position that is not an LLM call of the run's lead agent, a run that
     is not an agent run, an agent that cannot take an edited prompt."""
     from actors.agent.actor import agent_stream
-    from actors.agent.kind import agent_streams
+    from actors.agent.replay import agent_streams
     from actors.runtime.client import new_run_id
     from actors.runtime.effects import LlmReturned
     from actors.runtime.registry import Registry

@@ -2,8 +2,8 @@
 (the ReAct agent here; the researcher and the code-question orchestrator reuse it).
 
 An agent run is a `run:ID` lifecycle plus the lead agent's stream `agent:ID`, served by
-`AgentActor` on Ray. Replay re-drives the agent against its recording; a fork copies the
-lead stream's prefix into a new run and continues live from there.
+`AgentActor` on Ray. Replay re-drives the agent against its recording (actors/agent/replay.py);
+a fork copies the lead stream's prefix into a new run and continues live from there.
 """
 
 from __future__ import annotations
@@ -20,15 +20,15 @@ from actors.agent.events import AgentForked, ToolSpec  # and registers the agent
 from actors.agent.policy import unwrap_answer
 from actors.agent.patches import check_patches
 from actors.agent.react import ReactAgent
+from actors.agent.replay import agent_streams, replay_agent
 from actors.runtime.behaviour import Behaviour
 from actors.runtime.cli_dialect import add_root
 from actors.runtime.client import DEFAULT_LLM_PARAMS, Client, RunHandle, new_run_id
 from actors.runtime.console import follow_run
 from actors.runtime.function_tool import tool_ref
-from actors.runtime.perform import drive
 from actors.runtime.progress import call_text, short
 from actors.runtime.registry import Registry
-from actors.runtime.replay import Divergence, ReplayReport, replay_stream, run_records
+from actors.runtime.replay import ReplayReport, run_records
 from actors.runtime.runkind import FrontDoor, HttpPolicy, Reading, RunKind, Running, Wording
 from actors.runtime.settings import Settings
 from events.base import Event
@@ -188,15 +188,7 @@ class AgentReading(Reading):
         return next(iter(agents.values()))
 
     def replay(self, records: list[Recorded], run_id: str) -> ReplayReport:
-        behaviour = self.kind.agent_class()()
-        report = ReplayReport(run_id)
-        for stream_id, original in agent_streams(records).items():
-            replayed, divergence = replay_agent_stream(behaviour, stream_id, original, run_id)
-            report.add(stream_id, original, replayed)
-            if divergence is not None:
-                report.divergence = divergence
-                break
-        return report
+        return replay_agent(self.kind.agent_class()(), records, run_id)
 
     def describe(self, event: Event, brief: bool = False) -> str | None:
         return describe_agent(event, brief)
@@ -238,32 +230,6 @@ def checked_root(root: str | Path, max_iterations: int, patches: list[str] | Non
     if not root_path.is_dir():
         raise ValueError(f"root folder {root} does not exist")
     return root_path
-
-
-def replay_agent_stream(
-    behaviour: Any, stream_id: str, original: list[Event], run_id: str
-) -> tuple[list[Event], Divergence | None]:
-    """Re-drive one agent stream against its own recording (see `replay_stream`)."""
-    first = original[0]
-
-    def begin(shell: Any) -> None:
-        start = behaviour.start_command(first, key=first.command_id or "start")
-        shell.handle(start, causation_id=first.causation_id)
-
-    return replay_stream(behaviour, stream_id, original, run_id, begin=begin, execute=drive)
-
-
-def agent_streams(records: list[Recorded]) -> dict[str, list[Event]]:
-    """The run's agent streams (the lead's `agent:RUN`, and any that begin with
-    AgentStarted), events in version order."""
-    streams: dict[str, list[Event]] = {}
-    for rec in records:
-        streams.setdefault(rec.event.stream_id, []).append(rec.event)
-    return {
-        sid: sorted(evs, key=lambda e: e.version)
-        for sid, evs in streams.items()
-        if evs and (sid.startswith("agent:") or min(evs, key=lambda e: e.version).type_name == "AgentStarted")
-    }
 
 
 def tool_spec(name: str) -> ToolSpec:
@@ -377,4 +343,4 @@ def cmd_run(args: argparse.Namespace) -> int:
         return follow_run(handle, args.quiet)
 
 
-__all__ = ["AgentReading", "AgentRunKind", "AgentRunning", "ReactAgent", "ReactRun", "agent_streams", "describe_agent", "replay_agent_stream", "tool_spec"]
+__all__ = ["AgentReading", "AgentRunKind", "AgentRunning", "ReactAgent", "ReactRun", "describe_agent", "tool_spec"]

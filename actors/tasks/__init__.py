@@ -6,6 +6,8 @@
     tools.py               its direct tools (`system:run_script`, `system:read_files`)
     actor.py, runner.py    the Ray shell: `TaskActor`, and `serve`, which it runs
     client.py, fork.py     runs from Python, and forks (Temporal's reset)
+    events.py              its event types (WorkflowStarted ... WorkflowForked)
+    replay.py              replay: the workflow re-executed from its log
     kind.py                its RunKind, `TaskRun`; cli.py, `chorus task`; progress.py
 """
 

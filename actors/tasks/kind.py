@@ -1,9 +1,8 @@
 """Workflow runs (seed 001) as the runtime sees them: `TaskRun`.
 
 A workflow run is a `run:ID` lifecycle plus the workflow's stream `task:ID`, served by
-`TaskActor`. Replay re-executes the workflow from its recorded `WorkflowStarted` (and a
-fork's `WorkflowForked`) with every LLM completion and tool result served from the log; a
-fork re-runs the workflow as a new run (see `actors.tasks.fork`).
+`TaskActor`. Replay re-executes the workflow from its log (actors/tasks/replay.py); a fork
+re-runs the workflow as a new run (see `actors.tasks.fork`).
 """
 
 from __future__ import annotations
@@ -14,17 +13,16 @@ from typing import Any, ClassVar
 from actors.runtime.behaviour import Behaviour
 from actors.runtime.client import Client, RunHandle
 from actors.runtime.registry import Registry
-from actors.runtime.replay import Divergence, ReplayReport, replay_stream
+from actors.runtime.replay import ReplayReport
 from actors.runtime.runkind import FrontDoor, HttpPolicy, Reading, RunKind, Running, Wording
 from actors.tasks import cli
 from actors.tasks.client import fork_task, resume_task, submit_task
-from actors.tasks.journal import JournalDivergence
 from actors.tasks.progress import describe_workflow
+from actors.tasks.replay import replay_workflow
 from actors.tasks.runner import KIND
-from actors.tasks.workflow import ForkWorkflow, StartWorkflow, WorkflowBehaviour, execute_workflow, task_stream
+from actors.tasks.workflow import WorkflowBehaviour, task_stream
 from events.base import Event
 from events.store import Recorded
-from actors.tasks.events import WorkflowForked, WorkflowStarted
 
 
 class TaskRunning(Running):
@@ -60,29 +58,7 @@ class TaskReading(Reading):
         return sorted(events, key=lambda e: e.version)
 
     def replay(self, records: list[Recorded], run_id: str) -> ReplayReport:
-        stream_id = task_stream(run_id)
-        original = sorted((r.event for r in records if r.event.stream_id == stream_id), key=lambda e: e.version)
-        report = ReplayReport(run_id, streams=[stream_id])
-        if not original or not isinstance(original[0], WorkflowStarted):
-            report.divergence = Divergence(stream_id, 1, original[0] if original else None, None, "no WorkflowStarted")
-            return report
-
-        def begin(shell: Any) -> None:
-            first = original[0]
-            shell.handle(StartWorkflow.from_event(first, key=first.command_id or "start"), causation_id=first.causation_id)
-            forked = original[1] if len(original) > 1 else None
-            if isinstance(forked, WorkflowForked):  # a fork: its own recording serves all its calls
-                fork = ForkWorkflow.from_event(forked, key=forked.command_id or "fork")
-                shell.handle(fork, causation_id=forked.causation_id)
-
-        replayed, divergence = replay_stream(
-            WorkflowBehaviour(), stream_id, original, run_id,
-            begin=begin, execute=execute_workflow, expected=(JournalDivergence,),
-        )  # fmt: skip
-        report.streams.clear()
-        report.add(stream_id, original, replayed)
-        report.divergence = divergence
-        return report
+        return replay_workflow(records, run_id)
 
     def describe(self, event: Event, brief: bool = False) -> str | None:
         return describe_workflow(event)

@@ -27,7 +27,7 @@ from actors.runtime.shell import ActorShell
 from actors.runtime.tool_context import ToolContext
 from actors.agent.events import ToolSpec
 from events.store import EventStore
-from actors.agent.kind import replay_agent_stream
+from actors.agent.replay import replay_agent_stream
 from actors.tools.definitions import FindDefinition
 from tests.support import codeqa_llm
 

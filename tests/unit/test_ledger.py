@@ -9,7 +9,7 @@ import threading
 
 import pytest
 
-from actors.agent.kind import replay_agent_stream
+from actors.agent.replay import replay_agent_stream
 from actors.agent.react import ReactAgent, StartAgent
 from actors.runtime.budget import ledger_from_log, open_ledger, run_usage
 from actors.runtime.ledger import (

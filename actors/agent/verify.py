@@ -12,8 +12,8 @@ where the agent reads next. What a patch changes runs only for runs with it
 from __future__ import annotations
 
 import re
-from collections.abc import Collection, Iterable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable, Collection, Iterable, Mapping
+from dataclasses import dataclass, replace
 from typing import Any
 
 from actors.agent.answer_terms import (
@@ -200,6 +200,160 @@ class Verdict:
     follow: bool = True  # whether the agent may look up a name of the answer next (False: what to quote is in view)
 
 
+@dataclass(frozen=True)
+class Judging:
+    """An answer on its way through the verify step: what it was asked and answered, what the
+    tools showed, and what the steps so far found (its quote grounded at `checked`; `owner`, the
+    class whose override it quotes; `wrong`, why the quote does not answer the question)."""
+
+    question: str
+    text: str
+    observations: list[str]
+    shown: Mapping[str, Mapping[int, str]]
+    checked: Grounded
+    ask: str
+    scope: list[tuple[str, int, int]]
+    patches: Collection[str]
+    strict: bool
+    forced: bool
+    owner: str | None = None
+    wrong: str | None = None
+
+    def refused(self, why: str) -> Verdict:
+        return _refused(why, self.text, self.forced)
+
+    def lines_of(self, path: str) -> Mapping[int, str]:
+        return next((ls for p, ls in self.shown.items() if p == path), {})
+
+
+Step = Callable[[Judging], "Judging | Verdict"]
+
+
+def says_only_where(j: Judging) -> Judging | Verdict:
+    """An answer saying only where a name is defined answers only a "where" question."""
+    why = only_where(j.question, j.text)
+    return j if why is None else j.refused(why)
+
+
+def value_in_prose(j: Judging) -> Judging | Verdict:
+    """A value is quoted from code, not a docstring or a comment."""
+    if j.ask != "value" or not in_prose(j.lines_of(j.checked.path), j.checked.line):
+        return j
+    why = (
+        f"Your quote {j.checked.path}:{j.checked.line} is from a docstring or a comment, which describes the code. "
+        "Quote the line of code that sets or returns the value."
+    )
+    return _stay(j.refused(why))
+
+
+def override_quoted(j: Judging) -> Judging | Verdict:
+    """An override is quoted by the overriding `def` line, or a line of the override."""
+    if j.ask != "override":
+        return j
+    member = (question_name(j.question, j.patches) or "").rpartition(".")[2]
+    inside = override_owner(j.observations, j.checked) is not None
+    if not member or inside or re.search(rf"\bdef\s+{re.escape(member)}\b", j.checked.text):
+        return j
+    why = (
+        f"The question asks which class overrides {member}, and your quote is not a line of an override of it. "
+        f"Quote the `def {member}(` line of the override (find_definition of the method shows its overrides)."
+    )
+    refused = j.refused(why)
+    return _stay(refused) if shows_overrides(j.observations) else refused
+
+
+def value_in_scope(j: Judging) -> Judging | Verdict:
+    """(strict) A value asked of a named definition is read from that definition."""
+    away = outside(j.checked, j.scope) if j.strict and j.ask == "value" else None
+    if away is None:
+        return j
+    path, a, b = away
+    why = (
+        f"The question asks about the definition in {path} lines {a}-{b}; your quote is {j.checked.path}:"
+        f"{j.checked.line}, outside it (another definition's value). Read {path} from line {a} and quote "
+        "the line of it that states the answer."
+    )
+    return j.refused(why) if j.forced else Verdict(None, why, read=(path, a))
+
+
+def not_the_named_method(j: Judging) -> Judging | Verdict:
+    """(strict) The named method's own line is not its override: look up the subclass's."""
+    if not (j.strict and j.ask == "override" and j.scope and outside(j.checked, j.scope) is None):
+        return j
+    member = (question_name(j.question, j.patches) or "").rpartition(".")[2]
+    asked = set(re.findall(r"\b[A-Z]\w+", j.question))
+    cls = next((c for c in re.findall(r"\b([A-Z]\w+)", without_citations(j.text)) if c not in asked | SENTENCE_WORDS), None)
+    why = (
+        f"Your quote {j.checked.path}:{j.checked.line} is the method the question names, not its override. Quote the "
+        "`def` line of the overriding method in the subclass (its definition lists where it is overridden)."
+    )
+    if j.forced:
+        return j.refused(why)
+    return Verdict(None, why, find=f"{cls}.{member}" if cls and member else None)
+
+
+def owner_named(j: Judging) -> Judging | Verdict:
+    """(strict) A quote in a class's override is answered by that class: `owner`, kept."""
+    owner = override_owner(j.observations, j.checked) if j.strict and j.ask == "override" else None
+    if owner and not re.search(rf"(?<![\w.]){re.escape(owner.split('.')[-1])}(?!\w)", without_citations(j.text)):
+        why = (
+            f"Your quote {j.checked.path}:{j.checked.line} is in {owner}'s override, and your answer does not name "
+            f"{owner}. Answer with the class whose override you quote."
+        )
+        return _stay(j.refused(why))
+    return replace(j, owner=owner)
+
+
+def quote_mismatch(j: Judging) -> Judging | Verdict:
+    """What the quote holds against what the question asks for (actors/agent/mismatch.py): `wrong`."""
+    wrong = mismatch(j.question, j.text, j.checked.text, class_lines(j.shown), strict=j.strict, patches=j.patches)
+    return replace(j, wrong=wrong)
+
+
+def override_owner_line(j: Judging) -> Judging | Verdict:
+    """A line of the override the answer names: its `def` line is not needed."""
+    return replace(j, wrong=None) if j.owner else j
+
+
+def value_through_names(j: Judging) -> Judging | Verdict:
+    """(strict) A value quoted through a name: the line setting that name holds it."""
+    if j.wrong is None or not (j.strict and j.ask == "value"):
+        return j
+    resolved = through_names(j.question, j.text, j.checked, j.shown)
+    if resolved is None and patched(j.patches, "quote_checks"):  # the named definition's best line holds it
+        resolved = through_scope(j.question, j.text, j.scope, j.shown, j.patches)
+    return j if resolved is None else replace(j, checked=resolved, wrong=None)
+
+
+def value_as_stated(j: Judging) -> Judging | Verdict:
+    """A quoted value is the one the line holds."""
+    if j.wrong is not None or j.ask != "value":
+        return j
+    return replace(j, wrong=other_string(j.text, j.checked.text))
+
+
+def nothing_wrong(j: Judging) -> Judging | Verdict:
+    """The answer is refused with the first reason the steps found."""
+    return j if j.wrong is None else j.refused(j.wrong)
+
+
+# The steps of the verify step after the quote is grounded, in order: each (patch, step) runs
+# for runs with that patch (None: every run); the first to give a verdict ends the check.
+STEPS: tuple[tuple[str | None, Step], ...] = (
+    ("only_where", says_only_where),
+    ("quote_checks", value_in_prose),
+    ("quote_checks", override_quoted),
+    (None, value_in_scope),
+    (None, not_the_named_method),
+    (None, owner_named),
+    (None, quote_mismatch),
+    ("quote_checks", override_owner_line),
+    (None, value_through_names),
+    ("quote_checks", value_as_stated),
+    (None, nothing_wrong),
+)
+
+
 def check_answer(
     question: str, answer: str, args: Mapping[str, Any], observations: Iterable[str], *, forced: bool = False,
     strict: bool = False, scope: Iterable[tuple[str, int, int]] = (), patches: Collection[str] = (),
@@ -208,9 +362,8 @@ def check_answer(
     refuse with a note. `forced` (the last step): a refusal becomes "not found", with the
     unchecked answer named as such. `patches` are the run's (AgentStarted.patches): what each
     changes is in actors/agent/patches.py (here quote_checks, only_where, and through `ask_of`
-    and `mismatch` the rest)."""
+    and `mismatch` the rest). The quote is grounded first, then the `STEPS` of the run's patches."""
     text = answer.strip()
-    scope = list(scope)
     if is_not_found(text):
         return Verdict(text if text.lower().startswith("not found") else f"{NOT_FOUND}. {text}")
     cite = citation(args, text)
@@ -224,72 +377,19 @@ def check_answer(
         return _refused(why, text, forced)
     observations = list(observations)
     shown = shown_lines(observations)
-    checks = patched(patches, "quote_checks")
-    checked = ground(shown, cite, strict=strict, relocate=checks)
+    checked = ground(shown, cite, strict=strict, relocate=patched(patches, "quote_checks"))
     if isinstance(checked, str):
         return _refused(checked, text, forced)
-    ask = ask_of(question, patches)
-    if patched(patches, "only_where") and (why := only_where(question, text)) is not None:
-        return _refused(why, text, forced)
-    if checks and ask == "value" and in_prose(next((ls for p, ls in shown.items() if p == checked.path), {}), checked.line):
-        why = (
-            f"Your quote {checked.path}:{checked.line} is from a docstring or a comment, which describes the code. "
-            "Quote the line of code that sets or returns the value."
-        )
-        return _stay(_refused(why, text, forced))
-    if checks and ask == "override":
-        member = (question_name(question, patches) or "").rpartition(".")[2]
-        inside = override_owner(observations, checked) is not None
-        if member and not inside and not re.search(rf"\bdef\s+{re.escape(member)}\b", checked.text):
-            why = (
-                f"The question asks which class overrides {member}, and your quote is not a line of an override of it. "
-                f"Quote the `def {member}(` line of the override (find_definition of the method shows its overrides)."
-            )
-            shown_overrides = shows_overrides(observations)
-            refused = _refused(why, text, forced)
-            return _stay(refused) if shown_overrides else refused
-    away = outside(checked, scope) if strict and ask == "value" else None
-    if away is not None:  # a value asked of a named definition is read from that definition
-        path, a, b = away
-        why = (
-            f"The question asks about the definition in {path} lines {a}-{b}; your quote is {checked.path}:"
-            f"{checked.line}, outside it (another definition's value). Read {path} from line {a} and quote "
-            "the line of it that states the answer."
-        )
-        refused = _refused(why, text, forced)
-        return refused if forced else Verdict(None, why, read=(path, a))
-    if strict and ask == "override" and scope and outside(checked, scope) is None:
-        # the named method's own line: the override is elsewhere
-        member = (question_name(question, patches) or "").rpartition(".")[2]
-        asked = set(re.findall(r"\b[A-Z]\w+", question))
-        cls = next((c for c in re.findall(r"\b([A-Z]\w+)", without_citations(text)) if c not in asked | SENTENCE_WORDS), None)
-        why = (
-            f"Your quote {checked.path}:{checked.line} is the method the question names, not its override. Quote the "
-            "`def` line of the overriding method in the subclass (its definition lists where it is overridden)."
-        )
-        if forced:
-            return _refused(why, text, forced)
-        return Verdict(None, why, find=f"{cls}.{member}" if cls and member else None)
-    owner = override_owner(observations, checked) if strict and ask == "override" else None
-    if owner and not re.search(rf"(?<![\w.]){re.escape(owner.split('.')[-1])}(?!\w)", without_citations(text)):
-        why = (
-            f"Your quote {checked.path}:{checked.line} is in {owner}'s override, and your answer does not name "
-            f"{owner}. Answer with the class whose override you quote."
-        )
-        return _stay(_refused(why, text, forced))
-    wrong = mismatch(question, text, checked.text, class_lines(shown), strict=strict, patches=patches)
-    if checks and owner:  # a line of the override the answer names: its `def` line is not needed
-        wrong = None
-    if wrong is not None and strict and ask == "value":
-        resolved = through_names(question, text, checked, shown)
-        if resolved is None and checks:  # the named definition's best line for the question holds it
-            resolved = through_scope(question, text, scope, shown, patches)
-        if resolved is not None:  # the quote uses a name; the line setting that name holds the value
-            checked, wrong = resolved, None
-    if wrong is None and checks and ask == "value":
-        wrong = other_string(text, checked.text)
-    if wrong is not None:
-        return _refused(wrong, text, forced)
+    judging: Judging | Verdict = Judging(
+        question, text, observations, shown, checked, ask_of(question, patches), list(scope), patches, strict, forced,
+    )
+    for patch, step in STEPS:
+        if patch is None or patched(patches, patch):
+            judging = step(judging)
+            if isinstance(judging, Verdict):
+                return judging
+    assert isinstance(judging, Judging)
+    checked = judging.checked
     evidence = f"{checked.path}:{checked.line}: {checked.text}"
     if norm(checked.text) in norm(text) and f"{checked.line}" in text:
         return Verdict(text)

@@ -12,6 +12,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict
 
+from actors.agent.patches import lookup_patched
 from events.base import Event
 from events.errors import ErrorInfo
 from events.registry import event_type, upcaster
@@ -48,8 +49,9 @@ def revision_patches(rules: int) -> list[str]:
     return patches if rules < len(RULE_REVISIONS) else [*patches, f"rule_revision_{rules}"]
 
 
-# v2: Budget() became finite (events/runs.py); v3: the rule revision became named patches
-@event_type("AgentStarted", version=3)
+# v2: Budget() became finite (events/runs.py); v3: the rule revision became named patches;
+# v4: the checks that came with `lookups` became patch definition_checks
+@event_type("AgentStarted", version=4)
 class AgentStarted(Event):
     goal: str
     root: str
@@ -63,7 +65,8 @@ class AgentStarted(Event):
     grounded: bool = False
     # The agent reads the definitions the question names before its first model call, and after a
     # refused answer, and shows them as its own notes (not as the model's steps); the model's own
-    # lookups are capped. False for runs recorded before, so they replay as they ran.
+    # lookups are capped. False for runs recorded before, so they replay as they ran. What the
+    # verify step checks is the patches' alone (definition_checks came with lookups: v4).
     lookups: bool = False
     # The named behaviour changes the run started with (actors/agent/patches.py): new grounded
     # runs with lookups take every current patch; a run replays with the ones it recorded.
@@ -84,6 +87,16 @@ def rules_as_patches(payload: dict[str, Any]) -> dict[str, Any]:
 @upcaster("AgentStarted", from_version=2)
 def _agentstarted_v2(payload: dict[str, Any]) -> dict[str, Any]:
     return rules_as_patches(payload)
+
+
+def lookups_as_patches(payload: dict[str, Any]) -> dict[str, Any]:
+    """A payload from before patch definition_checks: a run with lookups ran its checks, so has it."""
+    return {**payload, "patches": lookup_patched(payload.get("patches") or [], bool(payload.get("lookups")))}
+
+
+@upcaster("AgentStarted", from_version=3)
+def _agentstarted_v3(payload: dict[str, Any]) -> dict[str, Any]:
+    return lookups_as_patches(payload)
 
 
 @event_type("StepDecided")

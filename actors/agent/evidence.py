@@ -18,9 +18,11 @@ from its log with the same verdicts.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from actors.agent.patches import DEFINITION_CHECKS, patched
 
 NOT_FOUND = "Not found in the code"
 _NOT_FOUND = re.compile(
@@ -118,14 +120,15 @@ def same_file(a: str, b: str) -> bool:
 
 
 def ground(
-    shown: Mapping[str, Mapping[int, str]], cite: Citation, *, strict: bool = False, relocate: bool = False
+    shown: Mapping[str, Mapping[int, str]], cite: Citation, patches: Collection[str] = ()
 ) -> Grounded | str:
     """The citation checked against the shown lines, or why it is refused (for the model).
-    `strict` (runs with the agent's own lookups): a quote that runs on past a shown line
-    naming a definition (`def take_snapshot(` quoted with the signature the model imagined)
-    is grounded at that line. `relocate` (patch quote_checks): a quote that is not in the cited
-    file but is in exactly one file the tools showed is grounded there (the path was wrong,
-    the line is real), and single and double quotes are the same."""
+    With patch definition_checks, a quote that runs on past a shown line naming a definition
+    (`def take_snapshot(` quoted with the signature the model imagined) is grounded at that
+    line. With patch quote_checks, a quote that is not in the cited file but is in exactly one
+    file the tools showed is grounded there (the path was wrong, the line is real), and single
+    and double quotes are the same."""
+    def_lines, relocate = patched(patches, DEFINITION_CHECKS), patched(patches, "quote_checks")
     q_lines = [norm(x) for x in cite.quote.splitlines() if norm(x)]
     if not q_lines or len("".join(q_lines)) < 3:
         return "Your quote is empty. Copy the line that states the answer exactly as an observation shows it."
@@ -138,7 +141,7 @@ def ground(
             t = norm(text).lower()
             if relocate:
                 t = t.replace('"', "'")
-            within = len(t) >= 20 or (strict and len(t) >= 10 and re.match(r"(async )?(def|class) \w{4,}", t))
+            within = len(t) >= 20 or (def_lines and len(t) >= 10 and re.match(r"(async )?(def|class) \w{4,}", t))
             if first and (first in t or (within and t in first)):
                 places.append((path, n, text))
     here = [p for p in places if same_file(p[0], cite.path)]

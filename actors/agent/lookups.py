@@ -13,7 +13,13 @@ from typing import TYPE_CHECKING
 from actors.agent.asks import ask_of, names_shown, question_name
 from actors.agent.events import StepDecided, ToolSpec
 from actors.agent.evidence import spans
-from actors.agent.patches import GROUNDED_PATCHES, LOOP_PATCHES, PLAIN_PATCHES, patched
+from actors.agent.patches import (
+    GROUNDED_PATCHES,
+    LOOKUP_PATCHES,
+    LOOP_PATCHES,
+    PLAIN_PATCHES,
+    patched,
+)
 from actors.agent.policy import REPEAT_MARK
 from actors.agent.verify import shows_a_value
 
@@ -70,12 +76,13 @@ def named_scope(state: AgentState) -> list[tuple[str, int, int]]:
 
 
 def new_patches(grounded: bool, lookups: bool) -> list[str]:
-    """The patches a new run starts with (AgentStarted.patches): every grounded one for a
-    grounded run with the agent's own lookups, none for a grounded run without (its paths are
-    the old ones), the plain agent's for a run that is not grounded; and the loop's own for each."""
+    """The patches a new run starts with (AgentStarted.patches): every grounded one and the
+    lookups' own for a grounded run with the agent's own lookups, none of those for a grounded
+    run without (its paths are the old ones), the plain agent's for a run that is not grounded;
+    and the loop's own for each."""
     if not grounded:
         return [*PLAIN_PATCHES, *LOOP_PATCHES]
-    return [*GROUNDED_PATCHES, *LOOP_PATCHES] if lookups else list(LOOP_PATCHES)
+    return [*GROUNDED_PATCHES, *LOOKUP_PATCHES, *LOOP_PATCHES] if lookups else list(LOOP_PATCHES)
 
 
 ANSWER_FIRST_ASKS = ("value", "base", "override", "name", "any")  # a message is raised elsewhere

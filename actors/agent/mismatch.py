@@ -36,7 +36,7 @@ from actors.agent.asks import (
     ask_of,
 )
 from actors.agent.evidence import short
-from actors.agent.patches import patched
+from actors.agent.patches import DEFINITION_CHECKS, patched
 
 _BASES = re.compile(r"\bclass\s+\w+\s*\((?P<bases>[^)]*)\)?")
 _IDENT = re.compile(r"[A-Za-z_]\w{2,}")
@@ -45,22 +45,26 @@ _IDENT = re.compile(r"[A-Za-z_]\w{2,}")
 @dataclass(frozen=True)
 class Case:
     """One answer to judge: the question, the answer, the line it quotes, and what the run knows
-    (the class lines shown, `strict`, its patches), with what the question asks for (`ask_of`)."""
+    (the class lines shown, its patches), with what the question asks for (`ask_of`)."""
 
     question: str
     answer: str
     quote: str
     classes: Mapping[str, tuple[str, ...]]
-    strict: bool
     patches: Collection[str]
     ask: str
 
     @classmethod
     def of(
         cls, question: str, answer: str, quote: str, classes: Mapping[str, tuple[str, ...]] | None = None, *,
-        strict: bool = False, patches: Collection[str] = (),
+        patches: Collection[str] = (),
     ) -> Case:
-        return cls(question, answer, quote, classes or {}, strict, patches, ask_of(question, patches))
+        return cls(question, answer, quote, classes or {}, patches, ask_of(question, patches))
+
+    @property
+    def definition_checks(self) -> bool:
+        """Whether the run has patch definition_checks (the checks that came with its lookups)."""
+        return patched(self.patches, DEFINITION_CHECKS)
 
     @property
     def read_it(self) -> str:
@@ -103,10 +107,10 @@ def base_of_the_asked_class(c: Case) -> str | None:
 
 
 def base_past_the_named_class(c: Case) -> str | None:
-    """(strict) A question asking past the class it names is not answered by that class's own line."""
+    """(definition_checks) A question asking past the class it names is not answered by that class's own line."""
     quoted = re.search(r"\bclass\s+(\w+)", c.quote)
     named = set(re.findall(r"\b[A-Z]\w+", c.question))
-    if not (c.strict and quoted and quoted.group(1) in named and HOPS.search(c.question)):
+    if not (quoted and quoted.group(1) in named and HOPS.search(c.question)):
         return None
     base = ", ".join(b.split(".")[-1] for b in _IDENT.findall(_quoted_bases(c.quote)) if b not in ("Generic", "ABC"))
     return (
@@ -128,9 +132,9 @@ def bases_named(c: Case) -> str | None:
 
 
 def _answer_names(c: Case) -> list[str]:
-    """The code names the answer gives; (strict) for a class or exception, a capitalised word too."""
+    """The code names the answer gives; (definition_checks) for a class or exception, a capitalised word too."""
     named = code_names(c.answer)
-    if c.strict and not named and re.search(r"\b(class|exception)\b", c.question, re.IGNORECASE):
+    if c.definition_checks and not named and re.search(r"\b(class|exception)\b", c.question, re.IGNORECASE):
         # a one-word class name (`Projection`): capitalised words, sentence words aside
         named = [w for w in re.findall(r"\b[A-Z][a-z0-9]\w*", without_citations(c.answer)) if w not in SENTENCE_WORDS]
     return named
@@ -199,8 +203,8 @@ def override_line(c: Case) -> str | None:
 
 
 def message_not_a_docstring(c: Case) -> str | None:
-    """(strict) A message is quoted from the line raising or building it, not a docstring."""
-    if not (c.strict and re.match(r"\s*[rbuf]?(\"\"\"|\'\'\')", c.quote)):
+    """(definition_checks) A message is quoted from the line raising or building it, not a docstring."""
+    if not (re.match(r"\s*[rbuf]?(\"\"\"|\'\'\')", c.quote)):
         return None
     return (
         "The question asks for a message's text, and your quote is a docstring, which describes the code. "
@@ -242,10 +246,10 @@ def value_quoted(c: Case) -> str | None:
 
 def numbers_quoted(c: Case) -> str | None:
     """A number the answer says is on the quote, unless it says one the quote holds too
-    ((strict) 800 is the 800.0 a line sets)."""
+    ((definition_checks) 800 is the 800.0 a line sets)."""
     said = set(NUMBER.findall(without_citations(c.answer).replace(c.quote, " ")))
     quoted = set(NUMBER.findall(c.quote))
-    if c.strict:
+    if c.definition_checks:
         quoted |= {n.split(".")[0] for n in quoted if re.fullmatch(r"-?\d+\.0+", n)}
     missing = sorted(n for n in said - quoted if n.lstrip("-") not in quoted)
     if not missing or quoted & said:
@@ -257,10 +261,10 @@ def numbers_quoted(c: Case) -> str | None:
 
 
 def value_given(c: Case) -> str | None:
-    """(strict) The answer gives a value its quote holds."""
+    """(definition_checks) The answer gives a value its quote holds."""
     values = quoted_values(c.quote)
     bare = without_citations(c.answer).lower()
-    if not (c.strict and values) or any(v.lower() in bare for v in values):
+    if not values or any(v.lower() in bare for v in values):
         return None
     return (
         f"The question asks for a value, and your answer does not give the one your quote shows "
@@ -287,7 +291,7 @@ def not_restated(c: Case) -> str | None:
 # every run; the check). The first check that finds something wrong decides; a run without a
 # check's patch skips it, so a recorded run is judged as it was.
 CHECKS: Mapping[str, tuple[tuple[str | None, Check], ...]] = {
-    "base": ((None, base_class_line), (None, base_of_the_asked_class), (None, base_past_the_named_class), (None, bases_named)),
+    "base": ((None, base_class_line), (None, base_of_the_asked_class), (DEFINITION_CHECKS, base_past_the_named_class), (None, bases_named)),
     "name": (
         ("new_name", gives_a_new_name),
         ("names_one", names_one),
@@ -295,22 +299,21 @@ CHECKS: Mapping[str, tuple[tuple[str | None, Check], ...]] = {
         (None, name_on_quote),
     ),
     "override": ((None, override_line),),
-    "message": ((None, message_not_a_docstring), (None, message_string), (None, message_given)),
-    "value": ((None, value_quoted), (None, numbers_quoted), (None, value_given)),
+    "message": ((DEFINITION_CHECKS, message_not_a_docstring), (None, message_string), (None, message_given)),
+    "value": ((None, value_quoted), (None, numbers_quoted), (DEFINITION_CHECKS, value_given)),
     "any": (("restated", not_restated),),
 }
 
 
 def mismatch(
-    question: str, answer: str, quote: str, classes: Mapping[str, tuple[str, ...]] | None = None, *, strict: bool = False,
+    question: str, answer: str, quote: str, classes: Mapping[str, tuple[str, ...]] | None = None, *,
     patches: Collection[str] = (),
 ) -> str | None:
     """Why the quote does not answer what the question asks (for the model), or None: the first
     of `CHECKS[ask]` (the run's patches' ones) that says so.
     `classes` (class → bases, from the class lines the tools showed) lets a two-hop question
-    quote the class line of a base of the class it names. `strict` (runs started with the
-    agent's own lookups): an answer to a value question must give a value its quote holds."""
-    case = Case.of(question, answer, quote, classes, strict=strict, patches=patches)
+    quote the class line of a base of the class it names."""
+    case = Case.of(question, answer, quote, classes, patches=patches)
     for patch, check in CHECKS.get(case.ask, ()):
         if (patch is None or patched(patches, patch)) and (why := check(case)) is not None:
             return why

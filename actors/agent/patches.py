@@ -3,9 +3,10 @@
 A run records the patches it started with (`AgentStarted.patches`); the code asks
 `patched(state, NAME)` where a change parts the old path from the new, so a new run takes the
 new path and a recorded run replays on the one it ran (Temporal's `patched`). New grounded
-runs with the agent's own lookups start with every grounded patch (`GROUNDED_PATCHES`), other
-grounded runs with none of those, and runs that are not grounded with the plain agent's (`PLAIN_PATCHES`);
-every new run also takes the loop's own (`LOOP_PATCHES`).
+runs with the agent's own lookups start with every grounded patch (`GROUNDED_PATCHES`) and the
+lookups' own (`LOOKUP_PATCHES`), other grounded runs with none of those, and runs that are not
+grounded with the plain agent's (`PLAIN_PATCHES`); every new run also takes the loop's own
+(`LOOP_PATCHES`).
 A patch is deleted, with its old path, once no fixture or supported log needs the old path
 (docs/decisions/0014-named-patches.md).
 
@@ -32,6 +33,20 @@ one table of revision numbers):
 - names_one: an answer to "which method/function/class ..." names one.
 - restated: an answer giving nothing the question did not (no name, value or string of its
   own) restates the question and is refused, except for a question asking where.
+
+The agent's own lookups' (grounded runs that read the definitions the question names):
+
+- definition_checks: an answer is held to the definition the agent looked up. A quote of
+  find_definition's header counts as the definition's first line, and a quote running on past a
+  shown `def`/`class` line is grounded at it; a value asked of the named definition is quoted
+  from within it (else the agent reads it), and may be quoted through a name (the line setting
+  it holds the value); an override is not the named method's own line, and the answer names
+  the class whose override it quotes; a base asked past the named class is not that class's
+  line; a class may be answered by a one-word capitalised name; a message is not quoted from a
+  docstring; a value answer gives a value its quote holds, 800 being the 800.0 a line sets.
+  Before it was a patch these checks ran exactly when the run had lookups
+  (`AgentStarted.lookups`), so a run recorded with lookups is given it
+  (`lookup_patched`, the upcasters of AgentStarted v3 and ResearchRequested v3).
 
 The plain agent's (not grounded):
 
@@ -64,10 +79,22 @@ GROUNDED_PATCHES: tuple[str, ...] = (
     "names_one",
     "restated",
 )
+DEFINITION_CHECKS = "definition_checks"
+LOOKUP_PATCHES: tuple[str, ...] = (DEFINITION_CHECKS,)  # grounded runs with the agent's own lookups
 PLAIN_PATCHES: tuple[str, ...] = ("files_prompt",)
 LOOP_PATCHES: tuple[str, ...] = ("argless_tools",)  # every new run's, grounded or not
-PATCHES: tuple[str, ...] = (*GROUNDED_PATCHES, *PLAIN_PATCHES, *LOOP_PATCHES)
+PATCHES: tuple[str, ...] = (*GROUNDED_PATCHES, *LOOKUP_PATCHES, *PLAIN_PATCHES, *LOOP_PATCHES)
 KNOWN = frozenset(PATCHES)
+
+
+def lookup_patched(patches: Iterable[str], lookups: bool) -> list[str]:
+    """The patches of a run recorded before `definition_checks` was a patch: with lookups, its
+    checks ran (they were then the `lookups` flag's), so it has the patch, in `PATCHES`' order
+    (names no code knows, `rule_revision_6`, kept last). Idempotent; without lookups, unchanged."""
+    patches = list(patches)
+    if not lookups or DEFINITION_CHECKS in patches:
+        return patches
+    return [*(p for p in PATCHES if p in patches or p == DEFINITION_CHECKS), *(p for p in patches if p not in KNOWN)]
 
 
 def patched(subject: Any, name: str) -> bool:

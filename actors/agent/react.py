@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from datetime import datetime
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -86,6 +86,10 @@ class PromptEdit(BaseModel):
 
 
 class AgentState(State):
+    # 2: the checks that came with `lookups` are patch definition_checks (a snapshot of 1 may
+    # hold lookups without it: it is refolded from the upcast AgentStarted instead)
+    schema_version: ClassVar[int] = 2
+
     status: AgentStatus = "new"
     goal: str = ""
     root: str = ""
@@ -353,7 +357,7 @@ class ReactAgent(Behaviour[AgentState]):
             if text and refused is None and state.grounded:
                 verdict = check_answer(
                     question_of(state.goal), text, step.args, [h.observation for h in state.history],
-                    forced=must_answer(state), strict=state.lookups, scope=named_scope(state), patches=state.patches,
+                    forced=must_answer(state), scope=named_scope(state), patches=state.patches,
                 )
                 text, refused, checked = verdict.answer or text, verdict.observation or None, True
                 read_next, follow = verdict.read or verdict.find, verdict.follow

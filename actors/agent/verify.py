@@ -44,7 +44,7 @@ from actors.agent.evidence import (
     shows_overrides,
 )
 from actors.agent.mismatch import mismatch
-from actors.agent.patches import patched
+from actors.agent.patches import DEFINITION_CHECKS, patched
 
 _DOTTED_NAME = re.compile(r"\b([A-Z]\w*(?:\.[A-Za-z_]\w*)+)")
 # A capitalised word after the first word ("the Repository class"), the last resort.
@@ -214,7 +214,6 @@ class Judging:
     ask: str
     scope: list[tuple[str, int, int]]
     patches: Collection[str]
-    strict: bool
     forced: bool
     owner: str | None = None
     wrong: str | None = None
@@ -263,8 +262,8 @@ def override_quoted(j: Judging) -> Judging | Verdict:
 
 
 def value_in_scope(j: Judging) -> Judging | Verdict:
-    """(strict) A value asked of a named definition is read from that definition."""
-    away = outside(j.checked, j.scope) if j.strict and j.ask == "value" else None
+    """A value asked of a named definition is read from that definition."""
+    away = outside(j.checked, j.scope) if j.ask == "value" else None
     if away is None:
         return j
     path, a, b = away
@@ -277,8 +276,8 @@ def value_in_scope(j: Judging) -> Judging | Verdict:
 
 
 def not_the_named_method(j: Judging) -> Judging | Verdict:
-    """(strict) The named method's own line is not its override: look up the subclass's."""
-    if not (j.strict and j.ask == "override" and j.scope and outside(j.checked, j.scope) is None):
+    """The named method's own line is not its override: look up the subclass's."""
+    if not (j.ask == "override" and j.scope and outside(j.checked, j.scope) is None):
         return j
     member = (question_name(j.question, j.patches) or "").rpartition(".")[2]
     asked = set(re.findall(r"\b[A-Z]\w+", j.question))
@@ -293,8 +292,8 @@ def not_the_named_method(j: Judging) -> Judging | Verdict:
 
 
 def owner_named(j: Judging) -> Judging | Verdict:
-    """(strict) A quote in a class's override is answered by that class: `owner`, kept."""
-    owner = override_owner(j.observations, j.checked) if j.strict and j.ask == "override" else None
+    """A quote in a class's override is answered by that class: `owner`, kept."""
+    owner = override_owner(j.observations, j.checked) if j.ask == "override" else None
     if owner and not re.search(rf"(?<![\w.]){re.escape(owner.split('.')[-1])}(?!\w)", without_citations(j.text)):
         why = (
             f"Your quote {j.checked.path}:{j.checked.line} is in {owner}'s override, and your answer does not name "
@@ -306,7 +305,7 @@ def owner_named(j: Judging) -> Judging | Verdict:
 
 def quote_mismatch(j: Judging) -> Judging | Verdict:
     """What the quote holds against what the question asks for (actors/agent/mismatch.py): `wrong`."""
-    wrong = mismatch(j.question, j.text, j.checked.text, class_lines(j.shown), strict=j.strict, patches=j.patches)
+    wrong = mismatch(j.question, j.text, j.checked.text, class_lines(j.shown), patches=j.patches)
     return replace(j, wrong=wrong)
 
 
@@ -316,8 +315,8 @@ def override_owner_line(j: Judging) -> Judging | Verdict:
 
 
 def value_through_names(j: Judging) -> Judging | Verdict:
-    """(strict) A value quoted through a name: the line setting that name holds it."""
-    if j.wrong is None or not (j.strict and j.ask == "value"):
+    """A value quoted through a name: the line setting that name holds it."""
+    if j.wrong is None or j.ask != "value":
         return j
     resolved = through_names(j.question, j.text, j.checked, j.shown)
     if resolved is None and patched(j.patches, "quote_checks"):  # the named definition's best line holds it
@@ -343,12 +342,12 @@ STEPS: tuple[tuple[str | None, Step], ...] = (
     ("only_where", says_only_where),
     ("quote_checks", value_in_prose),
     ("quote_checks", override_quoted),
-    (None, value_in_scope),
-    (None, not_the_named_method),
-    (None, owner_named),
+    (DEFINITION_CHECKS, value_in_scope),
+    (DEFINITION_CHECKS, not_the_named_method),
+    (DEFINITION_CHECKS, owner_named),
     (None, quote_mismatch),
     ("quote_checks", override_owner_line),
-    (None, value_through_names),
+    (DEFINITION_CHECKS, value_through_names),
     ("quote_checks", value_as_stated),
     (None, nothing_wrong),
 )
@@ -356,18 +355,19 @@ STEPS: tuple[tuple[str | None, Step], ...] = (
 
 def check_answer(
     question: str, answer: str, args: Mapping[str, Any], observations: Iterable[str], *, forced: bool = False,
-    strict: bool = False, scope: Iterable[tuple[str, int, int]] = (), patches: Collection[str] = (),
+    scope: Iterable[tuple[str, int, int]] = (), patches: Collection[str] = (),
 ) -> Verdict:
     """Accept a grounded, verified answer (with its evidence line), a plain "not found", or
     refuse with a note. `forced` (the last step): a refusal becomes "not found", with the
     unchecked answer named as such. `patches` are the run's (AgentStarted.patches): what each
-    changes is in actors/agent/patches.py (here quote_checks, only_where, and through `ask_of`
-    and `mismatch` the rest). The quote is grounded first, then the `STEPS` of the run's patches."""
+    changes is in actors/agent/patches.py (here quote_checks, only_where, definition_checks, and
+    through `ask_of` and `mismatch` the rest). The quote is grounded first, then the `STEPS` of
+    the run's patches."""
     text = answer.strip()
     if is_not_found(text):
         return Verdict(text if text.lower().startswith("not found") else f"{NOT_FOUND}. {text}")
     cite = citation(args, text)
-    if cite is not None and strict:
+    if cite is not None and patched(patches, DEFINITION_CHECKS):
         cite = header_cited(cite)
     if cite is None:
         why = (
@@ -377,11 +377,11 @@ def check_answer(
         return _refused(why, text, forced)
     observations = list(observations)
     shown = shown_lines(observations)
-    checked = ground(shown, cite, strict=strict, relocate=patched(patches, "quote_checks"))
+    checked = ground(shown, cite, patches)
     if isinstance(checked, str):
         return _refused(checked, text, forced)
     judging: Judging | Verdict = Judging(
-        question, text, observations, shown, checked, ask_of(question, patches), list(scope), patches, strict, forced,
+        question, text, observations, shown, checked, ask_of(question, patches), list(scope), patches, forced,
     )
     for patch, step in STEPS:
         if patch is None or patched(patches, patch):

@@ -13,14 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from actors.agent.events import ToolSpec, rules_as_patches
+from actors.agent.events import ToolSpec, lookups_as_patches, rules_as_patches
 from events.base import Event
 from events.errors import ErrorInfo
 from events.registry import event_type, upcaster
 from events.runs import Budget, explicit_budget
 
 
-@event_type("ResearchRequested", version=3)  # v2: Budget() became finite (events/runs.py); v3: patches for the rule revision
+# v2: Budget() became finite (events/runs.py); v3: patches for the rule revision; v4: definition_checks for lookups
+@event_type("ResearchRequested", version=4)
 class ResearchRequested(Event):
     """A person asked for research (status PENDING)."""
 
@@ -51,6 +52,11 @@ def _researchrequested_v1(payload: dict[str, Any]) -> dict[str, Any]:
 @upcaster("ResearchRequested", from_version=2)
 def _researchrequested_v2(payload: dict[str, Any]) -> dict[str, Any]:
     return rules_as_patches(payload)  # the loop's rule revision, as the patches it meant
+
+
+@upcaster("ResearchRequested", from_version=3)
+def _researchrequested_v3(payload: dict[str, Any]) -> dict[str, Any]:
+    return lookups_as_patches(payload)  # the loop's checks that came with lookups, as their patch
 
 
 @event_type("IndexingStarted")

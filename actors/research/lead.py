@@ -21,6 +21,7 @@ from actors.research import prompts
 from actors.runtime.durable import Context, Failure, ToolError
 from actors.runtime.ledger import BudgetExhausted
 from actors.agent.events import ToolSpec, revision_patches
+from actors.agent.patches import lookup_patched
 from events.errors import ErrorInfo
 from actors.research.events import (
     IndexingCompleted,
@@ -42,9 +43,11 @@ def research(ctx: Context, objective: str, *, repo_url: str | None = None, root:
              rules: int | None = None) -> str:  # fmt: skip
     """The report on `objective`, researched in `repo_url` (a folder or a git URL) or `root`.
     `patches` are the loop's (AgentStarted.patches); `rules`, the rule revision a run recorded
-    before patches passed instead, stands for the patches it meant."""
+    before patches passed instead, stands for the patches it meant. A loop with `lookups` has
+    patch definition_checks: runs recorded before it was a patch ran its checks, and their
+    options cannot say so (`lookup_patched`)."""
     specs = [ToolSpec.model_validate(t) for t in tools]
-    patches = list(patches) if rules is None else revision_patches(rules)
+    patches = lookup_patched(list(patches) if rules is None else revision_patches(rules), lookups)
     requested = ResearchRequested(
         objective=objective, repo_url=repo_url, root=root, tools=specs, max_iterations=max_iterations,
         model=ctx.model, params=ctx.params, budget=Budget.model_validate(budget or {}), grounded=grounded,

@@ -177,14 +177,14 @@ def test_a_which_method_answer_must_quote_the_name_it_gives() -> None:
     assert mismatch("Which file defines Settings?", "`config.py`", "class Settings:") is None
 
 
-def test_in_strict_runs_a_value_answer_must_give_a_value_its_quote_holds() -> None:
+def test_with_definition_checks_a_value_answer_must_give_a_value_its_quote_holds() -> None:
     q = "What is the upper limit of the polling interval, in milliseconds?"
     described = "wait() polls with exponential backoff until the timeout."
     assert mismatch(q, described, "while True:") is None  # runs recorded before: as they ran
-    refused = mismatch(q, described, "while True:", strict=True)
+    refused = mismatch(q, described, "while True:", patches=["definition_checks"])
     assert refused and "does not give the one your quote shows" in refused
-    assert mismatch(q, "800 ms", "max_sleep_interval_ms = 800.0", strict=True) is None  # 800.0 read as 800
-    assert mismatch("Which module does it fall back to?", "eventsourcing.popo", 'or "eventsourcing.popo"', strict=True) is None
+    assert mismatch(q, "800 ms", "max_sleep_interval_ms = 800.0", patches=["definition_checks"]) is None  # 800.0 read as 800
+    assert mismatch("Which module does it fall back to?", "eventsourcing.popo", 'or "eventsourcing.popo"', patches=["definition_checks"]) is None
 
 
 def test_pointer_lines_are_the_lines_sharing_the_most_words_with_the_question() -> None:
@@ -253,10 +253,10 @@ def test_with_patches_kind_words_and_names_one_which_module_level_function_asks_
     q = "After building the current environment, which module-level function does Marker.evaluate hand the parsed markers to?"
     assert (ask_of(q, grounded_without("kind_words")), ask_of(q, GROUNDED_PATCHES)) == ("any", "name")
     prose = "The environment is determined from the current Python process."
-    why = mismatch(q, prose, "        The environment is determined from the current Python process.", strict=True, patches=GROUNDED_PATCHES)
+    why = mismatch(q, prose, "        The environment is determined from the current Python process.", patches=[*GROUNDED_PATCHES, "definition_checks"])
     assert why is not None and "asks which function, and your answer names none" in why
     right = "`_evaluate_markers`, with the environment it built."
-    assert mismatch(q, right, "        return _evaluate_markers(", strict=True, patches=GROUNDED_PATCHES) is None
+    assert mismatch(q, right, "        return _evaluate_markers(", patches=[*GROUNDED_PATCHES, "definition_checks"]) is None
 
 
 def test_a_value_quoted_through_a_name_is_found_on_the_line_setting_that_name() -> None:
@@ -266,10 +266,10 @@ def test_a_value_quoted_through_a_name_is_found_on_the_line_setting_that_name() 
     )
     q = "The polling interval doubles after each check. What is its upper limit, in milliseconds?"
     quote = {"source": "pkg/poll.py:5", "quote": "sleep_interval_ms = min(sleep_interval_ms * 2, max_sleep_interval_ms)"}
-    ok = check_answer(q, "800 milliseconds.", quote, [read], strict=True)
+    ok = check_answer(q, "800 milliseconds.", quote, [read], patches=["definition_checks"])
     assert ok.answer == "800 milliseconds.\n\nEvidence: pkg/poll.py:3: max_sleep_interval_ms = 800.0"
     # the starting value is set by a name the quote uses too, but it is not what the question asks
-    assert check_answer(q, "100 milliseconds.", quote, [read], strict=True).answer is None
+    assert check_answer(q, "100 milliseconds.", quote, [read], patches=["definition_checks"]).answer is None
     assert check_answer(q, "800 milliseconds.", quote, [read]).answer is None  # runs recorded before: as they ran
 
 
@@ -280,7 +280,7 @@ def test_a_quote_of_find_definitions_header_cites_the_line_it_names() -> None:
     )
     q = "Which file defines the SQLite recorder classes?"
     args = {"source": "sqlite.py:3", "quote": "class SQLiteRecorder(Recorder) is defined in sqlite.py line 3."}
-    ok = check_answer(q, "sqlite.py", args, [shown], strict=True)
+    ok = check_answer(q, "sqlite.py", args, [shown], patches=["definition_checks"])
     assert ok.answer == "sqlite.py\n\nEvidence: sqlite.py:3: class SQLiteRecorder(Recorder):"
     assert check_answer(q, "sqlite.py", args, [shown]).answer is None  # runs recorded before: as they ran
 
@@ -289,32 +289,32 @@ def test_a_quote_running_on_past_a_shown_def_line_is_grounded_at_that_line() -> 
     shown = "3 files match 'snapshot':\napplication.py (snapshot: 6 matches)\n  application.py:826: def take_snapshot("
     q = "Which method of the Application class takes a snapshot?"
     args = {"source": "application.py:826", "quote": "def take_snapshot(self, aggregate_id: UUID) -> None:"}
-    ok = check_answer(q, "take_snapshot", args, [shown], strict=True)
+    ok = check_answer(q, "take_snapshot", args, [shown], patches=["definition_checks"])
     assert ok.answer == "take_snapshot\n\nEvidence: application.py:826: def take_snapshot("
     assert check_answer(q, "take_snapshot", args, [shown]).answer is None  # runs recorded before: as they ran
 
 
-def test_in_strict_runs_a_two_hop_base_and_a_docstring_message_are_refused() -> None:
+def test_with_definition_checks_a_two_hop_base_and_a_docstring_message_are_refused() -> None:
     hop = "WaitError subclasses a base class of the store errors. Which class does that base class in turn subclass?"
     own = "class WaitError(StoreError):"
     assert mismatch(hop, "StoreError", own) is None  # runs recorded before: as they ran
-    refused = mismatch(hop, "StoreError", own, strict=True)
+    refused = mismatch(hop, "StoreError", own, patches=["definition_checks"])
     assert refused and "find_definition(name='StoreError')" in refused
-    assert mismatch(hop, "LibraryError", "class StoreError(LibraryError):", {"WaitError": ("StoreError",)}, strict=True) is None
-    assert mismatch("Which class does WaitError subclass?", "StoreError", own, strict=True) is None  # one hop
+    assert mismatch(hop, "LibraryError", "class StoreError(LibraryError):", {"WaitError": ("StoreError",)}, patches=["definition_checks"]) is None
+    assert mismatch("Which class does WaitError subclass?", "StoreError", own, patches=["definition_checks"]) is None  # one hop
     msg = "What is the text of the FactoryError message?"
     doc = '"""Raised when a factory cannot be created."""'
     assert mismatch(msg, "Raised when a factory cannot be created.", doc) is None
-    assert "docstring" in (mismatch(msg, "Raised when a factory cannot be created.", doc, strict=True) or "")
-    assert mismatch(msg, "expected 1 factory", 'msg = f"expected 1 factory, found {n}"', strict=True) is None
+    assert "docstring" in (mismatch(msg, "Raised when a factory cannot be created.", doc, patches=["definition_checks"]) or "")
+    assert mismatch(msg, "expected 1 factory", 'msg = f"expected 1 factory, found {n}"', patches=["definition_checks"]) is None
 
 
-def test_in_strict_runs_a_one_word_class_name_must_be_in_its_quote() -> None:
+def test_with_definition_checks_a_one_word_class_name_must_be_in_its_quote() -> None:
     q = "Which class runs a projection in a thread until it is stopped?"
     answer = "Projection is the class that runs a projection in a thread."
     assert mismatch(q, answer, "return self.factory.process_recorder()") is None  # runs recorded before
-    assert "`Projection`" in (mismatch(q, answer, "return self.factory.process_recorder()", strict=True) or "")
-    assert mismatch(q, "Runner does it.", "class Runner(Thread):", strict=True) is None
+    assert "`Projection`" in (mismatch(q, answer, "return self.factory.process_recorder()", patches=["definition_checks"]) or "")
+    assert mismatch(q, "Runner does it.", "class Runner(Thread):", patches=["definition_checks"]) is None
 
 
 LOOKUP_WITH_OVERRIDES = """method Store.read is defined in pkg/base.py line 20 (in Store).
@@ -342,9 +342,9 @@ def test_an_override_answer_must_name_the_class_whose_def_line_it_quotes() -> No
     question = "Which class overrides Store.read so that a missing row raises an error?"
     args = {"source": "pkg/sql.py:9", "quote": "def read(self, key):"}
     scope = spans(LOOKUP_WITH_OVERRIDES)
-    wrong = check_answer(question, "MemoryStore", args, [LOOKUP_WITH_OVERRIDES], strict=True, scope=scope)
+    wrong = check_answer(question, "MemoryStore", args, [LOOKUP_WITH_OVERRIDES], patches=["definition_checks"], scope=scope)
     assert wrong.answer is None and "in SqlStore's override" in wrong.observation
-    right = check_answer(question, "SqlStore overrides it", args, [LOOKUP_WITH_OVERRIDES], strict=True, scope=scope)
+    right = check_answer(question, "SqlStore overrides it", args, [LOOKUP_WITH_OVERRIDES], patches=["definition_checks"], scope=scope)
     assert right.answer == "SqlStore overrides it\n\nEvidence: pkg/sql.py:9: def read(self, key):"
 
 
@@ -370,11 +370,11 @@ def test_with_patch_quote_checks_a_value_quoted_from_a_docstring_is_refused() ->
     question = "If no persistence module is named in the environment, which module topic does Factory.construct() fall back to?"
     doc = {"source": "pkg/factory.py:32", "quote": "from the environment variable 'PERSISTENCE_MODULE'."}
     code = {"source": "pkg/factory.py:37", "quote": 'or "pkg.popo"'}
-    old = check_answer(question, "'PERSISTENCE_MODULE'", doc, [CONSTRUCT], strict=True)
+    old = check_answer(question, "'PERSISTENCE_MODULE'", doc, [CONSTRUCT], patches=["definition_checks"])
     assert old.answer is not None  # runs recorded without the patch replay as they ran
-    refused = check_answer(question, "'PERSISTENCE_MODULE'", doc, [CONSTRUCT], strict=True, patches=["quote_checks"])
+    refused = check_answer(question, "'PERSISTENCE_MODULE'", doc, [CONSTRUCT], patches=["quote_checks", "definition_checks"])
     assert refused.answer is None and "docstring or a comment" in refused.observation
-    right = check_answer(question, "pkg.popo", code, [CONSTRUCT], strict=True, patches=["quote_checks"])
+    right = check_answer(question, "pkg.popo", code, [CONSTRUCT], patches=["quote_checks", "definition_checks"])
     assert right.answer == 'pkg.popo\n\nEvidence: pkg/factory.py:37: or "pkg.popo"'
 
 
@@ -382,16 +382,16 @@ def test_with_patch_quote_checks_an_override_is_quoted_from_its_lines_and_a_wron
     question = "Which class overrides Store.read so that a missing row raises an error?"
     lookup = [LOOKUP_WITH_OVERRIDES]
     body = {"source": "pkg/base.py:10", "quote": "raise ConflictError(key)"}  # the override's body, the base's path
-    moved = check_answer(question, "SqlStore", body, lookup, strict=True, patches=["quote_checks"])
+    moved = check_answer(question, "SqlStore", body, lookup, patches=["quote_checks", "definition_checks"])
     assert moved.answer == "SqlStore\n\nEvidence: pkg/sql.py:10: raise ConflictError(key)"
-    unnamed = check_answer(question, "It raises ConflictError", body, lookup, strict=True, patches=["quote_checks"])
+    unnamed = check_answer(question, "It raises ConflictError", body, lookup, patches=["quote_checks", "definition_checks"])
     assert unnamed.answer is None and "in SqlStore's override" in unnamed.observation and not unnamed.follow
-    assert check_answer(question, "SqlStore", body, lookup, strict=True).answer is None  # without the patch: the path must be right
+    assert check_answer(question, "SqlStore", body, lookup, patches=["definition_checks"]).answer is None  # without the patch: the path must be right
     own = {"source": "pkg/base.py:9", "quote": "def read(self, key):"}  # in three files: stays in the cited one
-    base = check_answer(question, "SqlStore", own, lookup, strict=True, patches=["quote_checks"], scope=spans(LOOKUP_WITH_OVERRIDES))
+    base = check_answer(question, "SqlStore", own, lookup, patches=["quote_checks", "definition_checks"], scope=spans(LOOKUP_WITH_OVERRIDES))
     assert base.answer is None and "not its override" in base.observation
     elsewhere = check_answer(question, "Store", {"source": "pkg/base.py:21", "quote": "return self.path + key"}, lookup,
-                             strict=True, patches=["quote_checks"])
+                             patches=["quote_checks", "definition_checks"])
     assert elsewhere.answer is None and "not a line of an override" in elsewhere.observation and not elsewhere.follow
 
 
@@ -413,11 +413,11 @@ def test_with_patch_quote_checks_a_value_quoted_from_the_wrong_line_takes_the_na
     question = "In Tracker.wait(), the polling sleep interval doubles after each check. What is its upper limit, in milliseconds?"
     wrong_line = {"source": "pkg/track.py:15", "quote": "if self.ready():"}  # no value, no name assigned in view
     scope = spans(WAIT)
-    right = check_answer(question, "800 milliseconds", wrong_line, [WAIT], strict=True, scope=scope, patches=["quote_checks"])
+    right = check_answer(question, "800 milliseconds", wrong_line, [WAIT], scope=scope, patches=["quote_checks", "definition_checks"])
     assert right.answer == "800 milliseconds\n\nEvidence: pkg/track.py:13: max_sleep_interval_ms = 800.0"
-    guess = check_answer(question, "100 milliseconds", wrong_line, [WAIT], strict=True, scope=scope, patches=["quote_checks"])
+    guess = check_answer(question, "100 milliseconds", wrong_line, [WAIT], scope=scope, patches=["quote_checks", "definition_checks"])
     assert guess.answer is None  # 100 is on a weaker line: not taken
-    assert check_answer(question, "800 milliseconds", wrong_line, [WAIT], strict=True, scope=scope).answer is None  # without the patch
+    assert check_answer(question, "800 milliseconds", wrong_line, [WAIT], patches=["definition_checks"], scope=scope).answer is None  # without the patch
 
 
 def test_with_patch_quote_checks_an_answers_value_must_be_the_quotes_not_one_built_around_it() -> None:
@@ -429,12 +429,12 @@ pkg/rec.py, lines 3-6 of 20:
 6:         self.channel = self.table_name"""
     question = "What is the default value of the table_name parameter of Recorder?"
     built = {"source": "pkg/rec.py:5", "quote": 'self.table_name = table_name + "_main"'}
-    refused = check_answer(question, "'events_main'", built, [lookup], strict=True, scope=spans(lookup), patches=["quote_checks"])
+    refused = check_answer(question, "'events_main'", built, [lookup], scope=spans(lookup), patches=["quote_checks", "definition_checks"])
     assert refused.answer is None and "exactly as the quoted line states it" in refused.observation
-    assert check_answer(question, "'events_main'", built, [lookup], strict=True, scope=spans(lookup)).answer is not None
+    assert check_answer(question, "'events_main'", built, [lookup], patches=["definition_checks"], scope=spans(lookup)).answer is not None
     sig = {"source": "pkg/rec.py:4", "quote": 'def __init__(self, table_name: str = "events"):'}
-    assert check_answer(question, "'events'", sig, [lookup], strict=True, scope=spans(lookup), patches=["quote_checks"]).answer is not None
-    said = check_answer(question, "The recorder's default is 'events'.", sig, [lookup], strict=True, scope=spans(lookup), patches=["quote_checks"])
+    assert check_answer(question, "'events'", sig, [lookup], scope=spans(lookup), patches=["quote_checks", "definition_checks"]).answer is not None
+    said = check_answer(question, "The recorder's default is 'events'.", sig, [lookup], scope=spans(lookup), patches=["quote_checks", "definition_checks"])
     assert said.answer is not None  # an apostrophe in prose is not a value
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from actors.agent.lookups import NOT_IN_DEFINITION
-from actors.agent.patches import GROUNDED_PATCHES
+from actors.agent.patches import GROUNDED_PATCHES, lookup_patched
 from actors.agent.react import AgentState, ReactAgent, StartAgent
 from actors.runtime.llm.gateway import LlmGateway
 from actors.testing.model import ScriptedProvider
@@ -72,7 +72,7 @@ def run(
     shell.handle(
         StartAgent(
             key="start", goal=question, root=str(tmp_path), tools=specs, max_iterations=6, model="m",
-            grounded=grounded, lookups=lookups, patches=patches or [],
+            grounded=grounded, lookups=lookups, patches=lookup_patched(patches or [], lookups),
         )
     )
     provider = ScriptedProvider(script)
@@ -244,7 +244,7 @@ def test_a_run_with_only_some_patches_replays_identically_with_no_live_call(tmp_
         return _step("Line 13 shows it.", "answer", answer="45", source="client.py:13", quote="self.timeout = 45")
 
     _, original, store, _ = run(tmp_path, unsure, lookups=True, patches=["answer_first", "quote_checks"])
-    assert original[0].patches == ["answer_first", "quote_checks"] and any(e.type_name == "StepRejected" for e in original)
+    assert original[0].patches == ["answer_first", "quote_checks", "definition_checks"] and any(e.type_name == "StepRejected" for e in original)
     replay = ActorShell(ReactAgent(), "agent:replay", store, run_id="replay").load()
     replay.handle(ReactAgent().start_command(original[0]))
     (tmp_path / "client.py").unlink()  # nothing is read in a replay
@@ -258,7 +258,7 @@ def test_new_runs_of_an_agent_with_find_definition_make_their_own_lookups() -> N
     assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True).lookups is True
     assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).lookups is False
     assert ReactAgent.make_start(goal="q", root=".", tools=specs[:1], grounded=True).lookups is False
-    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True).patches == [*GROUNDED_PATCHES, "argless_tools"]
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True).patches == [*GROUNDED_PATCHES, "definition_checks", "argless_tools"]
     assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).patches == ["files_prompt", "argless_tools"]
 
 
@@ -273,7 +273,7 @@ def test_the_plain_agent_is_not_grounded_unless_asked_and_the_code_question_agen
     asked = ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=None)
     assert asked.grounded is False
     code = Orchestrator.make_start(goal="q", root=".", tools=specs)
-    assert (code.grounded, code.lookups, code.patches) == (True, True, [*GROUNDED_PATCHES, "argless_tools"])
+    assert (code.grounded, code.lookups, code.patches) == (True, True, [*GROUNDED_PATCHES, "definition_checks", "argless_tools"])
 
 
 def test_a_value_quoted_from_outside_the_named_definition_is_refused_and_the_definition_read(tmp_path: Path) -> None:
@@ -527,3 +527,21 @@ def test_a_recorded_rule_revision_loads_as_the_patches_it_meant() -> None:
     assert patches(4) == ["answer_first", "quote_checks", "all_names_shown", "only_where", "head_phrase", "new_name"]
     assert patches(5) == list(GROUNDED_PATCHES)  # revision 5 is what new grounded runs start with
     assert AgentState.model_validate({"rules": 2}).patches == patches(2)  # a snapshot of the old state
+
+
+def test_a_run_recorded_with_lookups_has_definition_checks() -> None:
+    """The checks that came with `lookups` (the `strict` flag) are patch definition_checks: a run
+    recorded before with lookups had them, so its AgentStarted (and ResearchRequested) gets it."""
+    from actors.agent.patches import GROUNDED_PATCHES
+    from events.registry import upcast
+
+    payload = {"goal": "q", "root": ".", "tools": [], "max_iterations": 3, "model": "m"}
+    v3 = {**payload, "patches": [*GROUNDED_PATCHES, "argless_tools"]}
+    for name in ("AgentStarted", "ResearchRequested"):
+        body = {**v3, "objective": "q"} if name == "ResearchRequested" else v3
+        assert upcast(name, 3, {**body, "lookups": True})["patches"] == [*GROUNDED_PATCHES, "definition_checks", "argless_tools"]
+        assert upcast(name, 3, {**body, "lookups": False})["patches"] == v3["patches"]  # without lookups: as recorded
+        assert upcast(name, 2, {**payload, "rules": 5, "lookups": True})["patches"] == [*GROUNDED_PATCHES, "definition_checks"]
+        assert upcast(name, 2, {**payload, "rules": 0, "lookups": True})["patches"] == ["definition_checks"]
+        assert upcast(name, 2, {**payload, "rules": 7, "lookups": True})["patches"][-2:] == ["definition_checks", "rule_revision_7"]
+    assert AgentState.schema_version == 2  # a snapshot from before (lookups, no patch) is refolded, not taken

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from actors.agent import mismatch as checks_module
 from actors.agent.asks import ask_of
-from actors.agent.patches import GROUNDED_PATCHES, KNOWN
+from actors.agent.patches import DEFINITION_CHECKS, GROUNDED_PATCHES, KNOWN
 from actors.agent.mismatch import (
     CHECKS,
     Case,
@@ -51,8 +51,8 @@ def test_base_checks_read_the_class_line():
     assert base_class_line(Case.of(q, "DispatchError", "class QueueFullError(DispatchError):")) is None
     hops = "Which class does QueueFullError's base class in turn subclass?"
     own = "class QueueFullError(DispatchError):"
-    assert base_past_the_named_class(Case.of(hops, "DispatchError", own)) is None  # only strict runs
-    why = base_past_the_named_class(Case.of(hops, "DispatchError", own, strict=True)) or ""
+    assert (DEFINITION_CHECKS, base_past_the_named_class) in CHECKS["base"]  # only runs with the patch
+    why = base_past_the_named_class(Case.of(hops, "DispatchError", own, patches=(DEFINITION_CHECKS,))) or ""
     assert "find_definition(name='DispatchError')" in why
 
 
@@ -67,20 +67,20 @@ def test_name_checks_each_judge_one_thing():
     assert name_on_quote(both) is None  # one of its names is on the quote
 
 
-def test_value_checks_take_800_point_0_as_800_only_when_strict():
+def test_value_checks_take_800_point_0_as_800_only_with_definition_checks():
     q = "What is the maximum sleep interval?"
     line = "max_sleep_interval_ms = 800.0"
     assert "800" in (numbers_quoted(Case.of(q, "800 ms", line)) or "")
-    assert numbers_quoted(Case.of(q, "800 ms", line, strict=True)) is None
-    assert value_given(Case.of(q, "It sleeps a while.", line)) is None
-    assert "800.0" in (value_given(Case.of(q, "It sleeps a while.", line, strict=True)) or "")
+    assert numbers_quoted(Case.of(q, "800 ms", line, patches=(DEFINITION_CHECKS,))) is None
+    assert (DEFINITION_CHECKS, value_given) in CHECKS["value"]  # only runs with the patch
+    assert "800.0" in (value_given(Case.of(q, "It sleeps a while.", line, patches=(DEFINITION_CHECKS,))) or "")
 
 
-def test_a_docstring_is_no_message_for_a_strict_run_only():
+def test_a_docstring_is_no_message_with_definition_checks_only():
     q = "What message does put raise?"
     doc = '"""Raise QueueFullError when the queue is full."""'
-    assert message_not_a_docstring(Case.of(q, "the queue is full", doc)) is None
-    assert "docstring" in (message_not_a_docstring(Case.of(q, "the queue is full", doc, strict=True)) or "")
+    assert (DEFINITION_CHECKS, message_not_a_docstring) in CHECKS["message"]  # only runs with the patch
+    assert "docstring" in (message_not_a_docstring(Case.of(q, "the queue is full", doc, patches=(DEFINITION_CHECKS,))) or "")
 
 
 def test_restating_is_refused_except_for_a_where_question():

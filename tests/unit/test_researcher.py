@@ -143,7 +143,7 @@ def test_a_grounded_run_reads_the_definition_its_question_names_before_its_loop_
     auto = [e for e in done.events if e.type_name == "StepDecided" and e.auto]
     assert seen == ["Ledger.record"] and [e.args for e in auto] == [{"name": "Ledger.record"}]
     started = next(e for e in done.events if e.type_name == "AgentStarted")
-    assert started.patches == list(GROUNDED_PATCHES) and started.grounded
+    assert started.patches == [*GROUNDED_PATCHES, "definition_checks"] and started.grounded  # a loop with lookups has it
     assert done.answer.startswith("# Report\n\n## Answer\n\n") and "self.rows.append(p)" in done.answer
     assert_replays(done.store, done.run_id)
 

@@ -57,7 +57,8 @@ def test_a_workloads_log_loads_from_python_before_the_workload_is_imported(fixtu
 
 def test_an_agent_log_decodes_in_a_fresh_process_through_its_upcasters():
     # AgentStarted recorded at schema v2 with `rules: 0` (a research run's loop): read before
-    # the agent is imported, it is upcast to v3 with the patches that revision meant (none)
+    # the agent is imported, it is upcast to v4 with the patches that revision meant (none; no
+    # lookups, so no definition_checks)
     probe = (
         "import json, sys; from pathlib import Path; "
         "from actors.runtime.replay import load_fixture; "
@@ -68,7 +69,7 @@ def test_an_agent_log_decodes_in_a_fresh_process_through_its_upcasters():
     )
     done = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
-    assert json.loads(done.stdout) == ["actors.agent.events", 3, [], False]
+    assert json.loads(done.stdout) == ["actors.agent.events", 4, [], False]
 
 
 def test_an_unknown_name_calls_the_loaders_then_is_still_one_error(monkeypatch):

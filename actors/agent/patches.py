@@ -45,8 +45,10 @@ The agent's own lookups' (grounded runs that read the definitions the question n
   line; a class may be answered by a one-word capitalised name; a message is not quoted from a
   docstring; a value answer gives a value its quote holds, 800 being the 800.0 a line sets.
   Before it was a patch these checks ran exactly when the run had lookups
-  (`AgentStarted.lookups`), so a run recorded with lookups is given it
-  (`lookup_patched`, the upcasters of AgentStarted v3 and ResearchRequested v3).
+  (`AgentStarted.lookups`), so a run recorded with lookups is given it (`lookup_patched`, the
+  upcasters of AgentStarted v3 and ResearchRequested v3), and every run with lookups has it (a
+  new one asking for lookups without it too), so a snapshot of the agent's state from before,
+  and a research run's recorded options, are read with it.
 
 The plain agent's (not grounded):
 

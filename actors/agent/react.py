@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from datetime import datetime
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, model_validator
 
@@ -33,7 +33,7 @@ from actors.agent.lookups import (
     question_of,
     reads_code,
 )
-from actors.agent.patches import check_patches, patched
+from actors.agent.patches import check_patches, lookup_patched, patched
 from actors.agent.verify import check_answer, lookup_name
 from actors.agent.policy import format_observation, is_repeat, repeat_observation, wrap_answer
 from actors.agent.parsing import argless_tools, parse_step
@@ -86,10 +86,6 @@ class PromptEdit(BaseModel):
 
 
 class AgentState(State):
-    # 2: the checks that came with `lookups` are patch definition_checks (a snapshot of 1 may
-    # hold lookups without it: it is refolded from the upcast AgentStarted instead)
-    schema_version: ClassVar[int] = 2
-
     status: AgentStatus = "new"
     goal: str = ""
     root: str = ""
@@ -120,11 +116,14 @@ class AgentState(State):
     @model_validator(mode="before")
     @classmethod
     def _rule_revision(cls, data: Any) -> Any:
-        """A snapshot taken when the state held the rule revision (`rules`): its patches."""
+        """A snapshot taken when the state held the rule revision (`rules`): its patches; one
+        taken before definition_checks was a patch: a run with lookups has it (`lookup_patched`)."""
         if isinstance(data, dict) and "rules" in data:
             rules = int(data.get("rules") or 0)
             data = {k: v for k, v in data.items() if k != "rules"}
             data.setdefault("patches", revision_patches(rules))
+        if isinstance(data, dict) and data.get("lookups"):
+            data = {**data, "patches": lookup_patched(data.get("patches") or [], True)}
         return data
 
     @property
@@ -279,7 +278,7 @@ class ReactAgent(Behaviour[AgentState]):
         kw.setdefault("lookups", bool(kw["grounded"]) and FIND_DEFINITION in [t.name for t in tools])
         if kw.get("patches") is None:
             kw["patches"] = new_patches(kw["grounded"], kw["lookups"])
-        kw["patches"] = check_patches(kw["patches"])
+        kw["patches"] = check_patches(lookup_patched(kw["patches"], kw["lookups"]))  # lookups bring their checks
         return StartAgent(key="start", goal=goal, root=root, tools=tools, **kw)
 
     def start_command(self, started: AgentStarted, key: str = "start") -> StartAgent:
@@ -291,6 +290,7 @@ class ReactAgent(Behaviour[AgentState]):
             if state.status != "new":
                 return []
             check_patches(command.patches)  # a run recorded at a deleted rule revision stops here
+            patches = lookup_patched(command.patches, command.lookups)  # a run with lookups has their checks
             started = AgentStarted(
                 goal=command.goal,
                 root=command.root,
@@ -301,11 +301,11 @@ class ReactAgent(Behaviour[AgentState]):
                 budget=command.budget,
                 grounded=command.grounded,
                 lookups=command.lookups,
-                patches=command.patches,
+                patches=patches,
             )
             names = [t.name for t in command.tools]
-            first = opening_lookup(command.goal, names, command.patches) if command.lookups else None
-            if first is None and not command.grounded and patched(command.patches, "files_prompt"):
+            first = opening_lookup(command.goal, names, patches) if command.lookups else None
+            if first is None and not command.grounded and patched(patches, "files_prompt"):
                 first = opening_read(command.goal, names)
             return [started] if first is None else [started, first]
         if state.finished:

@@ -531,7 +531,8 @@ def test_a_recorded_rule_revision_loads_as_the_patches_it_meant() -> None:
 
 def test_a_run_recorded_with_lookups_has_definition_checks() -> None:
     """The checks that came with `lookups` (the `strict` flag) are patch definition_checks: a run
-    recorded before with lookups had them, so its AgentStarted (and ResearchRequested) gets it."""
+    recorded before with lookups had them, so its AgentStarted (and ResearchRequested) gets it;
+    every run with lookups has it."""
     from actors.agent.patches import GROUNDED_PATCHES
     from events.registry import upcast
 
@@ -544,4 +545,9 @@ def test_a_run_recorded_with_lookups_has_definition_checks() -> None:
         assert upcast(name, 2, {**payload, "rules": 5, "lookups": True})["patches"] == [*GROUNDED_PATCHES, "definition_checks"]
         assert upcast(name, 2, {**payload, "rules": 0, "lookups": True})["patches"] == ["definition_checks"]
         assert upcast(name, 2, {**payload, "rules": 7, "lookups": True})["patches"][-2:] == ["definition_checks", "rule_revision_7"]
-    assert AgentState.schema_version == 2  # a snapshot from before (lookups, no patch) is refolded, not taken
+    # a snapshot of the state from before, and a new run asking for lookups without the patch: it has it
+    assert "definition_checks" in AgentState.model_validate({"lookups": True, "patches": ["quote_checks"]}).patches
+    assert AgentState.model_validate({"lookups": False, "patches": ["quote_checks"]}).patches == ["quote_checks"]
+    specs = [ToolSpec(name=c.name, signature=c.signature(), description=c.description) for c in TOOLS]
+    start = ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True, patches=["quote_checks"])
+    assert (start.lookups, start.patches) == (True, ["quote_checks", "definition_checks"])

@@ -9,7 +9,7 @@ The plan every workload folder follows:
     answer_terms.py                   the words and values of questions, answers and quotes
     mismatch.py, verify.py            does the quote answer the question (`CHECKS`); the
                                       verify step's whole verdict (`check_answer`)
-    prompt.py                         its prompts and step schema
+    prompts.py                        its prompts and step schema
     actor.py                          the Ray shell: `AgentActor`, which serves any agent run
     replay.py                         replay: each agent stream re-driven against its log
     kind.py                           its RunKind: `AgentRunKind` (reused by research and
@@ -17,4 +17,4 @@ The plan every workload folder follows:
 Its tools are the shared file tools (`actors.tools`).
 """
 
-__all__ = ["actor", "kind", "parsing", "policy", "prompt", "react"]
+__all__ = ["actor", "kind", "parsing", "policy", "prompts", "react"]

@@ -11,7 +11,7 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import Any
 
 from actors.agent.policy import ARG_ALIASES, unwrap_answer
-from actors.agent.prompt import ANSWER, PRIMARY_ARGS, AgentStep, StepProblem, step_json
+from actors.agent.prompts import ANSWER, PRIMARY_ARGS, AgentStep, StepProblem, step_json
 from actors.runtime.llm.json_text import balanced, json_objects, load_object
 
 # -- parsing a reply ------------------------------------------------------------------------------

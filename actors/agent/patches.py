@@ -54,7 +54,7 @@ The plain agent's (not grounded):
 
 - files_prompt: its prompt is for questions about files in general: a file the goal names is
   read, not searched for; a tool that does what the goal asks is called, not imitated; the
-  answer says what the files show (actors/agent/prompt.py `FILES_TOOL_RULES`).
+  answer says what the files show (actors/agent/prompts.py `FILES_TOOL_RULES`).
 
 Every new run's (the loop's own):
 

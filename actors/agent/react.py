@@ -37,7 +37,7 @@ from actors.agent.patches import check_patches, lookup_patched, patched
 from actors.agent.verify import check_answer, lookup_name
 from actors.agent.policy import format_observation, is_repeat, repeat_observation, wrap_answer
 from actors.agent.parsing import argless_tools, parse_step
-from actors.agent.prompt import MAX_CONDENSED, AgentStep, HistoryItem, StepProblem, build_messages, step_schema
+from actors.agent.prompts import MAX_CONDENSED, AgentStep, HistoryItem, StepProblem, build_messages, step_schema
 from actors.runtime.behaviour import Behaviour, Command
 from actors.runtime.effects import CallLlm, CallTool, LlmReturned, Stop, StopAgent, ToolFinished
 from actors.runtime.registry import Registry

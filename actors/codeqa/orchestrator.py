@@ -13,7 +13,7 @@ from collections.abc import Collection, Sequence
 from typing import Any
 
 from actors.agent.parsing import parse_step
-from actors.agent.prompt import (
+from actors.agent.prompts import (
     ANSWER,
     GROUNDED_ANSWER_ARGS,
     GROUNDED_RULES_COMMON,

@@ -8,7 +8,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from actors.agent.prompt import HistoryItem
+from actors.agent.prompts import HistoryItem
 from actors.agent.policy import unwrap_answer
 from actors.runtime.llm.types import LlmRequest
 

@@ -28,7 +28,7 @@ sys.path.insert(0, str(ROOT))
 
 from actors.agent.policy import is_repeat, repeat_observation, unwrap_answer  # noqa: E402
 from actors.agent.parsing import parse_step  # noqa: E402
-from actors.agent.prompt import HistoryItem, StepProblem, build_messages, step_schema  # noqa: E402
+from actors.agent.prompts import HistoryItem, StepProblem, build_messages, step_schema  # noqa: E402
 from actors.tools.files import ReadFile, SearchFiles  # noqa: E402
 
 EVAL = ROOT / "tests" / "bench" / "eval" / "agent_eventsourcing.json"

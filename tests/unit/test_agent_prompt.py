@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from actors.agent import prompt
+from actors.agent import prompts as prompt
 from actors.tools.definitions import find_definition
 from actors.agent.policy import (
     REPEAT_MARK,
@@ -22,7 +22,7 @@ from actors.agent.policy import (
     wrap_answer,
 )
 from actors.agent.parsing import parse_step
-from actors.agent.prompt import (
+from actors.agent.prompts import (
     AgentStep,
     HistoryItem,
     StepProblem,

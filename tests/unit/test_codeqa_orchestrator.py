@@ -8,7 +8,7 @@ from pathlib import Path
 
 from actors.agent.parsing import parse_step
 from actors.agent.policy import is_repeat
-from actors.agent.prompt import AgentStep, HistoryItem, StepProblem
+from actors.agent.prompts import AgentStep, HistoryItem, StepProblem
 from actors.agent.react import StartAgent
 from actors.codeqa import orchestrator as orch
 from actors.codeqa.answer import Source, relied_on

@@ -26,7 +26,7 @@ PURE_CORES = (
     "actors.agent.react",
     "actors.agent.parsing",
     "actors.agent.policy",
-    "actors.agent.prompt",
+    "actors.agent.prompts",
     "actors.research.prompts",
     "actors.codeqa.orchestrator",
     "actors.tasks.workflow",

@@ -196,7 +196,7 @@ def test_the_same_thought_twice_makes_the_agent_answer(tmp_path):
 
 
 def test_a_long_run_keeps_prompt_and_state_bounded(tmp_path):
-    from actors.agent.prompt import MAX_CONDENSED
+    from actors.agent.prompts import MAX_CONDENSED
     from actors.agent.react import HISTORY_KEPT
 
     state, events, _, _ = run_agent(tmp_path, fake_llm.searches_forever, max_iterations=60)

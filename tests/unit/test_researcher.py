@@ -9,7 +9,7 @@ import pytest
 
 from actors.agent.kind import tool_specs
 from actors.agent.patches import GROUNDED_PATCHES
-from actors.agent.prompt import HistoryItem
+from actors.agent.prompts import HistoryItem
 from actors.research import prompts
 from actors.research.kind import LEAD
 from actors.runtime.ledger import BUDGET_EXHAUSTED

@@ -69,3 +69,23 @@ def test_a_run_recorded_without_the_patch_refused_the_call_and_replays_so(tmp_pa
     shell.handle(ReactAgent().start_command(events[0]))
     drive(shell, ReplayEffects(events))
     assert [e.type_name for e in replay_store.read_stream("agent:t")] == [e.type_name for e in events]
+
+
+def test_empty_args_for_a_tool_that_takes_arguments_are_still_refused_with_the_patch(tmp_path: Path) -> None:
+    """The patch opens empty args to `name()` tools only: a model sending `{}` to word_count
+    (or an unknown tool) is told what is missing, and nothing runs."""
+    script = [
+        json.dumps({"thought": "count", "action": "word_count", "args": {}}),
+        json.dumps({"thought": "who", "action": "rm_rf", "args": {}}),
+        json.dumps({"thought": "done", "action": "answer", "args": {"answer": "Not found"}}),
+    ]
+    store = EventStore("memory://")
+    shell = ActorShell(ReactAgent(), "agent:h", store, run_id="h").load()
+    start = ReactAgent.make_start(goal="Count the words", root=str(tmp_path), tools=SPECS)
+    shell.handle(start.model_copy(update={"max_iterations": 3}))
+    tools = {c.name: c(root=str(tmp_path)) for c in TOOLS}
+    drive(shell, LiveEffects(LlmGateway(ScriptedProvider(script)), local_invoker(tools)))
+    events = store.read_stream("agent:h")
+    rejected = [e.observation for e in events if e.type_name == "StepRejected"]
+    assert len(rejected) == 2 and "word_count needs its arguments" in rejected[0]
+    assert not [e for e in events if e.type_name == "ToolCalled"]

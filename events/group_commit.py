@@ -74,11 +74,22 @@ class Append:
     positions: list[int] | None = None
     error: BaseException | None = None
     done: bool = False
-    wake: threading.Event = field(default_factory=threading.Event, repr=False)
+    # A lock held until the writer is to wake: `wait` blocks on it, `wake` releases it
+    # (one C call; `threading.Event.set` takes a Condition and costs several Python frames
+    # under the GIL, which the leader pays for every writer of its batch).
+    _wake: Any = field(default_factory=threading.Lock, repr=False)
     _streams: frozenset[str] = field(init=False)
 
     def __post_init__(self) -> None:
         self._streams = frozenset(s for s, _, _ in self.items)
+        self._wake.acquire()
+
+    def wait(self) -> None:
+        """Block until `wake` (each wake lets one wait through)."""
+        self._wake.acquire()
+
+    def wake(self) -> None:
+        self._wake.release()
 
     @property
     def streams(self) -> frozenset[str]:
@@ -136,8 +147,7 @@ class GroupCommitter:
         while True:
             if not lead:
                 # Woken either with an outcome, or to lead the next batch.
-                append.wake.wait()
-                append.wake.clear()
+                append.wait()
                 if append.done:
                     break
             lead = self._lead_round(append)
@@ -149,8 +159,9 @@ class GroupCommitter:
         return append.positions
 
     def _lead_round(self, me: Append) -> bool:
-        """Write one batch from the queue; wake each of its writers alone (not everyone);
-        hand the lead to the first still queued. True: `me` is that one, lead on."""
+        """Write one batch from the queue; hand the lead to the first still queued (so
+        its transaction starts while this batch's writers are being woken), then wake
+        each of this batch's writers alone (not everyone). True: `me` is that one, lead on."""
         with self._cv:
             batch, self._queue = plan(self._queue, self.max_batch)
         try:
@@ -160,15 +171,15 @@ class GroupCommitter:
                 raise
             # Not ours: the batch's writers have it as their error; `me` is still queued.
         finally:
-            for a in batch:
-                if a is not me:
-                    a.wake.set()
             with self._cv:
                 nxt = self._queue[0] if self._queue else None
                 if nxt is None:
                     self._leading = False
                 elif nxt is not me:
-                    nxt.wake.set()  # not done: it wakes as the leader
+                    nxt.wake()  # not done: it wakes as the leader
+            for a in batch:
+                if a is not me:
+                    a.wake()
         return nxt is me
 
     def _lead(self, batch: list[Append]) -> None:

@@ -210,17 +210,19 @@ class PostgresRecorder(EventRecorder):
     def __init__(self, db: PostgresDatabase) -> None:
         self.db = db
         t = db.table
-        self._lock = sql.SQL("LOCK TABLE {0} IN EXCLUSIVE MODE").format(t)
-        self._notify = sql.SQL("NOTIFY {0}").format(sql.Identifier(db.channel))
+        # Statements are rendered to bytes once: psycopg renders a composed statement anew
+        # at every execute, in the writer's time under the GIL.
+        self._lock = sql.SQL("LOCK TABLE {0} IN EXCLUSIVE MODE").format(t).as_bytes()
+        self._notify = sql.SQL("NOTIFY {0}").format(sql.Identifier(db.channel)).as_bytes()
         # Planning the insert costs more than running it: keep the generic plan.
-        self._generic = sql.SQL("SET LOCAL plan_cache_mode = force_generic_plan")
+        self._generic = b"SET LOCAL plan_cache_mode = force_generic_plan"
         self._insert = sql.SQL(
             "INSERT INTO {0} (stream_id, version, topic, state)"
             " SELECT stream_id, version, topic, state"
             " FROM unnest(%s::text[], %s::bigint[], %s::text[], %s::bytea[]) WITH ORDINALITY"
             " AS e(stream_id, version, topic, state, n) ORDER BY n"
             " RETURNING stream_id, version, position"
-        ).format(t)
+        ).format(t).as_bytes()
         # Each group's expected versions are checked in the INSERT's own subquery (under
         # the table lock, so exactly); the groups that fail it are left out.
         self._insert_checked = sql.SQL(
@@ -237,7 +239,7 @@ class PostgresRecorder(EventRecorder):
             " SELECT stream_id, version, topic, state FROM ev"
             " WHERE grp NOT IN (SELECT grp FROM bad) ORDER BY n"
             " RETURNING stream_id, version, position"
-        ).format(t)
+        ).format(t).as_bytes()
         self._rows: dict[str, Any] = {}  # composed once per shape of bounds
         self._latest = sql.SQL(
             "WITH s AS (SELECT version, topic, state FROM {0} WHERE stream_id = %s "
@@ -246,7 +248,7 @@ class PostgresRecorder(EventRecorder):
             "SELECT version, version, topic, state FROM {1} WHERE stream_id = %s "
             "AND version > COALESCE((SELECT version FROM s), 0) "
             "ORDER BY k"
-        ).format(db.snapshots, t)
+        ).format(db.snapshots, t).as_bytes()
 
     def _transact(self, insert: Any, params: Sequence[Any]) -> dict[tuple[str, int], int]:
         rows = self.db.write([(self._generic, None), (self._lock, None), (self._notify, None), (insert, params)], returning=3)
@@ -298,7 +300,7 @@ class PostgresRecorder(EventRecorder):
         text, params = stream_query("SELECT version, topic, state FROM {0} WHERE stream_id = %s", "%s", stream_id, gt, lte)
         query = self._rows.get(text)
         if query is None:
-            query = self._rows[text] = sql.SQL(text).format(self.db.table)  # type: ignore[arg-type]
+            query = self._rows[text] = sql.SQL(text).format(self.db.table).as_bytes()  # type: ignore[arg-type]
         return [(v, t, _bytes(b)) for v, t, b in self.db.fetch(query, params)]
 
     def latest(self, stream_id: str, snapshots: SnapshotRecorder) -> tuple[Row | None, list[Row]]:

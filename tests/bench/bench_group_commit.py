@@ -17,7 +17,10 @@ round (so load from elsewhere hits all alike), median of the rounds:
   the time each batch spends in its transaction (lock wait, insert, commit);
 - 10 and 50 writers with group commit off (every append takes the table lock itself);
 - on PostgreSQL, `synchronous_commit=off` for 1 and 50 writers (through PGOPTIONS): what
-  the WAL flush at each commit costs, i.e. where the ceiling is.
+  the WAL flush at each commit costs, i.e. where the ceiling is;
+- the stock library's recorder (eventsourcing's own application recorder, on a schema of
+  its own), 1 and 50 writers each calling its `insert_events` with the same encoded
+  event: the rate before our recorders and group commit, the baseline of the last column.
 
 With `--processes`, also N separate processes, each its own store: appends from different
 processes do not share a committer, so they queue on PostgreSQL's table lock. With `--ray`,
@@ -25,7 +28,8 @@ N Ray actors appending each through a store of its own, against the same N appen
 through one store-writer actor (`ray.remote(EventStore)` with `max_concurrency`, called
 with `append_encoded`): group commit across processes.
 
-The last line reads: `group commit: 50 writers X.Xx the single-writer rate (postgres)`.
+The last lines read: `group commit: 50 writers X.Xx the single-writer rate, Y.Yx the stock
+library recorder's (postgres)`.
 """
 
 from __future__ import annotations
@@ -42,8 +46,18 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from events.store import EventStore
-from tests.bench.bench_store import backends_from, fresh_url, machine, our_event, table
+from eventsourcing.persistence import StoredEvent
+
+from events.store import EventStore, encode_append
+from tests.bench.bench_store import (
+    LibApp,
+    backends_from,
+    fresh_url,
+    library_env,
+    machine,
+    our_event,
+    table,
+)
 
 # (label, writers, group commit on, extra PGOPTIONS)
 CONFIGS = [
@@ -57,6 +71,13 @@ CONFIGS = [
 PG_ONLY = [
     ("1 writer, synchronous_commit=off, group commit off", 1, False, "-c synchronous_commit=off"),
     ("50 writers, synchronous_commit=off", 50, True, "-c synchronous_commit=off"),
+]
+
+
+# (label, writers): the stock library's recorder, one insert_events per append
+LIBRARY = [
+    ("stock library recorder, 1 writer", 1),
+    ("stock library recorder, 50 writers", 50),
 ]
 
 
@@ -80,6 +101,32 @@ class Timed:
         finally:
             self.seconds.append(time.perf_counter() - t0)
             self.sizes.append(len(batch))
+
+
+def timed_threads(writers: int, body: Callable[[int], None]) -> float:
+    """Run `body(w)` in `writers` threads started together; the seconds until all end.
+    Raises the first error a thread met."""
+    start = threading.Barrier(writers + 1)
+    errors: list[BaseException] = []
+
+    def writer(w: int) -> None:
+        try:
+            start.wait()
+            body(w)
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
+    for t in threads:
+        t.start()
+    start.wait()
+    t0 = time.perf_counter()
+    for t in threads:
+        t.join()
+    took = time.perf_counter() - t0
+    if errors:
+        raise errors[0]
+    return took
 
 
 def run_threads(url: str, writers: int, group: bool, pgoptions: str, total: int) -> dict[str, float]:
@@ -108,28 +155,12 @@ def run_threads(url: str, writers: int, group: bool, pgoptions: str, total: int)
         if timed is not None:
             timed.seconds.clear()
             timed.sizes.clear()
-        start = threading.Barrier(writers + 1)
-        errors: list[BaseException] = []
-
-        def writer(w: int) -> None:
+        def append_all(w: int) -> None:
             stream = f"w{w}-{tag}"
-            try:
-                start.wait()
-                for v in range(per):
-                    store.append(stream, [our_event(v)], v)
-            except BaseException as e:  # noqa: BLE001
-                errors.append(e)
+            for v in range(per):
+                store.append(stream, [our_event(v)], v)
 
-        threads = [threading.Thread(target=writer, args=(w,)) for w in range(writers)]
-        for t in threads:
-            t.start()
-        start.wait()
-        t0 = time.perf_counter()
-        for t in threads:
-            t.join()
-        took = time.perf_counter() - t0
-        if errors:
-            raise errors[0]
+        took = timed_threads(writers, append_all)
     finally:
         store.close()
     out = {"rate": writers * per / took}
@@ -138,6 +169,27 @@ def run_threads(url: str, writers: int, group: bool, pgoptions: str, total: int)
         out["txn_ms"] = statistics.median(timed.seconds) * 1e3
         out["busy"] = sum(timed.seconds) / took  # share of the wall time inside a transaction
     return out
+
+
+def run_library_threads(url: str, writers: int, total: int) -> dict[str, float]:
+    """`writers` threads append `total` single events through the stock library's
+    application recorder (`insert_events`, its own transaction and table lock each)."""
+    app = LibApp(env=library_env(url))
+    recorder = app.recorder
+    per = max(1, total // writers)
+    try:
+        recorder.insert_events([StoredEvent(uuid.uuid4(), 1, *encode_append([("warm", [our_event(0)], 0)])[1][0][2][0])])
+        def append_all(w: int) -> None:
+            stream = uuid.uuid4()  # the library's stock id type
+            for v in range(per):
+                # The same work as `store.append` asks of its caller: stamp and encode.
+                [(topic, state)] = encode_append([(str(stream), [our_event(v)], v)])[1][0][2]
+                recorder.insert_events([StoredEvent(stream, v + 1, topic, state)])
+
+        took = timed_threads(writers, append_all)
+    finally:
+        app.close()
+    return {"rate": writers * per / took}
 
 
 def _process_writer(url: str, per: int, start: Any, q: Any) -> None:
@@ -229,14 +281,17 @@ def bench(backend: str, args: argparse.Namespace, tmpdir: str) -> dict[str, dict
     if args.ray:
         ray_labels = [(f"{n} Ray actors, a store each", n, False) for n in args.ray_counts]
         ray_labels += [(f"{n} Ray actors through a store-writer actor", n, True) for n in args.ray_counts]
-    for label in proc_labels + [r[0] for r in ray_labels]:
+    for label in proc_labels + [r[0] for r in ray_labels] + [lib[0] for lib in LIBRARY]:
         samples[label] = []
-    with fresh_url(backend, tmpdir, "gc") as url:
+    with fresh_url(backend, tmpdir, "gc") as url, fresh_url(backend, tmpdir, "gclib") as lib_url:
         for rnd in range(args.rounds):
             order = configs if rnd % 2 == 0 else configs[::-1]
             for label, writers, group, pgoptions in order:
                 total = args.single if writers == 1 else args.total
                 samples[label].append(run_threads(url, writers, group, pgoptions, total))
+            for label, writers in LIBRARY:
+                total = args.single if writers == 1 else args.total
+                samples[label].append(run_library_threads(lib_url, writers, total))
             for label, n in zip(proc_labels, args.process_counts if args.processes else [], strict=True):
                 samples[label].append(run_processes(url, n, args.total))
             for label, n, via in ray_labels:
@@ -247,6 +302,9 @@ def bench(backend: str, args: argparse.Namespace, tmpdir: str) -> dict[str, dict
         result[label] = {k: statistics.median(r[k] for r in runs) for k in runs[0]}
         result[label]["ratio"] = statistics.median(
             r["rate"] / base["rate"] for r, base in zip(runs, samples[CONFIGS[0][0]], strict=True)
+        )
+        result[label]["vs_library"] = statistics.median(
+            r["rate"] / base["rate"] for r, base in zip(runs, samples[LIBRARY[0][0]], strict=True)
         )
     return result
 
@@ -282,21 +340,23 @@ def main(argv: list[str] | None = None) -> None:
     for backend, res in results.items():
         for label, r in res.items():
             rows.append([
-                backend, label, f"{r['rate']:,.0f}", f"**{r['ratio']:.1f}**",
+                backend, label, f"{r['rate']:,.0f}", f"**{r['ratio']:.1f}**", f"{r['vs_library']:.1f}",
                 f"{r['batch']:.1f}" if "batch" in r else "–",
                 f"{r['txn_ms']:.2f}" if "txn_ms" in r else "–",
                 f"{r['busy']:.0%}" if "busy" in r else "–",
             ])
     table(
-        "Group commit (events/s, one event per append; ratio = rate / the single-writer rate, group commit off)",
-        ["backend", "writers", "events/s", "ratio", "mean batch", "ms per batch transaction", "time in transactions"],
+        "Group commit (events/s, one event per append; ratio = rate / the single-writer rate, group commit off;"
+        " vs library = rate / the stock library recorder's single-writer rate)",
+        ["backend", "writers", "events/s", "ratio", "vs library", "mean batch", "ms per batch transaction", "time in transactions"],
         rows,
     )
     print(f"total {time.perf_counter() - started:.0f} s")
     for backend in ("sqlite", "postgres"):
         if backend in results:
-            print(f"group commit: 50 writers {results[backend]['50 writers']['ratio']:.1f}x "
-                  f"the single-writer rate ({backend})")
+            fifty = results[backend]["50 writers"]
+            print(f"group commit: 50 writers {fifty['ratio']:.1f}x the single-writer rate, "
+                  f"{fifty['vs_library']:.1f}x the stock library recorder's ({backend})")
 
 
 if __name__ == "__main__":

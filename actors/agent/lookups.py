@@ -17,11 +17,13 @@ from actors.agent.patches import (
     GROUNDED_PATCHES,
     LOOKUP_PATCHES,
     LOOP_PATCHES,
+    NAMED_FILE_SEARCH,
     PLAIN_PATCHES,
     patched,
 )
 from actors.agent.policy import REPEAT_MARK
 from actors.agent.verify import shows_a_value
+from actors.tools.search import query_terms
 
 if TYPE_CHECKING:
     from actors.agent.react import AgentState
@@ -63,6 +65,7 @@ def looked(state: AgentState) -> bool:
 
 
 READ_FILE = "read_file"
+SEARCH_FILES = "search_files"
 OPENING = "The question names"  # the thought of the agent's opening lookup
 
 
@@ -143,14 +146,27 @@ NAMED_FILE = re.compile(
 )
 
 
-def opening_read(goal: str, tool_names: list[str]) -> StepDecided | None:
+def opening_read(goal: str, tool_names: list[str], patches: Collection[str] = ()) -> StepDecided | None:
     """Before the model's first step of a plain run (patch files_prompt), the agent reads the
     first file the goal names, if it has read_file: a question about a file starts with the
-    file in view, not with a search of every file for its words."""
-    m = NAMED_FILE.search(question_of(goal)) if READ_FILE in tool_names else None
+    file in view, not with a search of every file for its words. With patch
+    named_file_search, a goal with words besides the file's name (and search_files) starts
+    with that file's lines holding those words instead (`search_files(query, path)`; a short
+    file is shown whole, one without them from its first line): "what does README.md say
+    about replay?" sees every line of README.md on replay, not its first fifty."""
+    question = question_of(goal)
+    m = NAMED_FILE.search(question) if READ_FILE in tool_names else None
     if m is None:
         return None
     path = m.group(1)
+    if patched(patches, NAMED_FILE_SEARCH) and SEARCH_FILES in tool_names:
+        words = [t.label for t in query_terms(question[: m.start(1)] + " " + question[m.end(1) :]) if t.kind == "word"]
+        if words:
+            query = " ".join(words)
+            return StepDecided(
+                iteration=0, thought=f"The goal names {path}: find {query} in it.", action=SEARCH_FILES,
+                args={"query": query, "path": path}, auto=True,
+            )
     return StepDecided(iteration=0, thought=f"The goal names {path}: read it.", action=READ_FILE, args={"path": path}, auto=True)
 
 

@@ -55,6 +55,10 @@ The plain agent's (not grounded):
 - files_prompt: its prompt is for questions about files in general: a file the goal names is
   read, not searched for; a tool that does what the goal asks is called, not imitated; the
   answer says what the files show (actors/agent/prompts.py `FILES_TOOL_RULES`).
+- named_file_search: a goal naming a file and asking about something in it ("what does
+  README.md say about replay?") starts with that file's lines holding the goal's other words
+  (`search_files(query, path)`), not with its first fifty lines, which the model then left to
+  search every file for the words (`opening_read`).
 
 Every new run's (the loop's own):
 
@@ -83,7 +87,8 @@ GROUNDED_PATCHES: tuple[str, ...] = (
 )
 DEFINITION_CHECKS = "definition_checks"
 LOOKUP_PATCHES: tuple[str, ...] = (DEFINITION_CHECKS,)  # grounded runs with the agent's own lookups
-PLAIN_PATCHES: tuple[str, ...] = ("files_prompt",)
+NAMED_FILE_SEARCH = "named_file_search"
+PLAIN_PATCHES: tuple[str, ...] = ("files_prompt", NAMED_FILE_SEARCH)
 LOOP_PATCHES: tuple[str, ...] = ("argless_tools",)  # every new run's, grounded or not
 PATCHES: tuple[str, ...] = (*GROUNDED_PATCHES, *LOOKUP_PATCHES, *PLAIN_PATCHES, *LOOP_PATCHES)
 KNOWN = frozenset(PATCHES)

@@ -306,7 +306,7 @@ class ReactAgent(Behaviour[AgentState]):
             names = [t.name for t in command.tools]
             first = opening_lookup(command.goal, names, patches) if command.lookups else None
             if first is None and not command.grounded and patched(patches, "files_prompt"):
-                first = opening_read(command.goal, names)
+                first = opening_read(command.goal, names, patches)
             return [started] if first is None else [started, first]
         if state.finished:
             return []

@@ -141,6 +141,35 @@ def read(
     return "\n".join(out)
 
 
+_SHOWN = re.compile(r"^(?P<rel>.+), lines 1-(?P<end>\d+) of (?P=end):$")
+
+
+def search_within(root: str | os.PathLike[str], path: str, query: Any) -> str:
+    """search_files in one file or folder under root (what "what does README.md say about
+    replay?" needs: that file's lines on replay, not every file's). A path outside the root
+    is refused as read_file refuses it. In a file: its lines with the query's words; a file
+    short enough to show whole is shown whole (after the numbers of those lines); a file
+    without them, its first lines after saying so."""
+    base = resolve_root(root)
+    text = clean_path(path)
+    target = _locate(base, text)
+    if target is None:
+        resolve_in_root(base, text, listed_by="search_files")  # refuses escapes with the proper message
+        raise ToolInputError(_not_found(base, text))
+    found = search(base, query, within=target)
+    if target.is_dir():
+        return found
+    rel = rel_path(target, base)
+    numbers = re.findall(rf"^  {re.escape(rel)}:(\d+): ", found, re.MULTILINE)
+    if not numbers:
+        asked = ", ".join(repr(w) for w in str(query).split()) or repr(query)
+        return f"No line of {rel} contains {asked}. Its first lines:\n" + read(base, rel)
+    whole = read(base, rel)
+    if _SHOWN.match(whole.splitlines()[0]):
+        return f"{rel} says it on line{'s' if len(numbers) > 1 else ''} {', '.join(numbers)}; the whole file:\n{whole}"
+    return found
+
+
 def _locate(base: Path, text: str) -> Path | None:
     """The existing path under root that `text` names, or None.
 
@@ -211,10 +240,12 @@ class SearchFiles(_RootTool):
         "best files with matching lines as path:LINE: text."
     )
 
-    def execute(self, query: str = "", **extra: Any) -> str:
+    def execute(self, query: str = "", path: str = "", **extra: Any) -> str:
         value = alias_arg(query, extra, _QUERY_ALIASES)
         if value in (None, ""):
             raise ToolInputError("search_files needs a query, e.g. search_files(query='snapshot')")
+        if path not in (None, ""):
+            return search_within(self.root, str(path), value)
         return search(self.root, value)
 
     @classmethod

@@ -165,12 +165,15 @@ def search(
     max_files: int = 8,
     max_lines_per_file: int = 4,
     max_total_lines: int = 24,
+    within: Path | None = None,
 ) -> str:
     """Files under root matching the query's terms, best first, with numbered matching lines.
 
     Files rank by the weight of distinct terms they match (in their text or their path),
     then by how often those terms occur. Each file shows its best lines (most terms, then
-    definitions), in line order, as `path:LINE: text`.
+    definitions), in line order, as `path:LINE: text`. `within`: only this file or folder
+    (a real path under root, already checked: `actors.tools.files.search_within`); one file
+    shows up to `max_total_lines` of its lines.
     """
     base = resolve_root(root)
     query = _query_text(query)
@@ -181,7 +184,10 @@ def search(
         )
 
     hits: list[_FileHit] = []
-    for path in walk_files(base):
+    one_file = within is not None and within.is_file()
+    if one_file:
+        max_lines_per_file = max_total_lines
+    for path in [within] if one_file else walk_files(base if within is None else within):
         hit = _score_file(path, base, terms)
         if hit is not None:
             hits.append(hit)

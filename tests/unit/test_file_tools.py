@@ -336,3 +336,44 @@ def test_tools_accept_the_names_small_models_use(tree: Path) -> None:
 def test_tool_root_must_be_a_folder(tmp_path: Path) -> None:
     with pytest.raises(NotADirectoryError):
         ReadFile(root=str(tmp_path / "nope"))
+
+
+# -- search_files with a path (one file or folder) ------------------------------------------------
+
+
+def test_search_in_one_long_file_shows_its_lines_with_the_words_wherever_they_are(tmp_path: Path) -> None:
+    lines = [f"filler {n}" for n in range(1, 201)]
+    lines[9], lines[149] = "Replay re-executes a run from its log.", "chorus replay RUN_ID: identical or the first difference."
+    (tmp_path / "README.md").write_text("\n".join(lines) + "\n")
+    (tmp_path / "replay.py").write_text("def replay(): ...\n")  # elsewhere: not shown
+    out = SearchFiles(root=str(tmp_path)).execute(query="replay", path="README.md")
+    assert out.splitlines()[0] == "1 file match 'replay':"
+    assert "  README.md:10: Replay re-executes a run from its log." in out
+    assert "  README.md:150: chorus replay RUN_ID: identical or the first difference." in out
+    assert "replay.py" not in out.replace("README.md", "")
+
+
+def test_search_in_a_short_file_shows_it_whole_and_one_without_the_words_from_its_start(tree: Path) -> None:
+    whole = SearchFiles(root=str(tree)).execute(query="events", path="README.md")
+    assert whole.splitlines()[:2] == ["README.md says it on line 2; the whole file:", "README.md, lines 1-2 of 2:"]
+    assert "2: This project records events." in whole
+    missing = SearchFiles(root=str(tree)).execute(query="zebra", path="long.txt")
+    assert missing.splitlines()[:3] == ["No line of long.txt contains 'zebra'. Its first lines:", "long.txt, lines 1-50 of 300:", " 1: line 1"]
+
+
+def test_search_in_a_folder_searches_only_under_it(tree: Path) -> None:
+    out = SearchFiles(root=str(tree)).execute(query="store", path="docs")
+    assert out.splitlines()[0] == "1 file match 'store':" and "docs/store.py" in out and "pkg/" not in out
+    assert SearchFiles(root=str(tree)).execute(query="store", path="") == search(tree, "store")  # no path: every file
+
+
+@pytest.mark.parametrize("path", ["../outside/secret.py", "/etc/passwd", "link_out.py", "dir_out", "pkg/../../outside"])
+def test_search_with_a_path_outside_the_root_is_refused_and_reads_nothing(tree: Path, path: str) -> None:
+    with pytest.raises(ToolInputError) as e:
+        SearchFiles(root=str(tree)).execute(query="SECRET", path=path)
+    assert "SECRET" not in str(e.value)
+
+
+def test_search_with_a_path_that_is_not_there_suggests_files(tree: Path) -> None:
+    with pytest.raises(ToolInputError, match="No file 'READM.md' under the root"):
+        SearchFiles(root=str(tree)).execute(query="events", path="READM.md")

@@ -259,7 +259,7 @@ def test_new_runs_of_an_agent_with_find_definition_make_their_own_lookups() -> N
     assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).lookups is False
     assert ReactAgent.make_start(goal="q", root=".", tools=specs[:1], grounded=True).lookups is False
     assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=True).patches == [*GROUNDED_PATCHES, "definition_checks", "argless_tools"]
-    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).patches == ["files_prompt", "argless_tools"]
+    assert ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=False).patches == ["files_prompt", "named_file_search", "argless_tools"]
 
 
 def test_the_plain_agent_is_not_grounded_unless_asked_and_the_code_question_agent_is() -> None:
@@ -269,7 +269,7 @@ def test_the_plain_agent_is_not_grounded_unless_asked_and_the_code_question_agen
 
     specs = [ToolSpec(name=c.name, signature=c.signature(), description=c.description) for c in TOOLS]
     plain = ReactAgent.make_start(goal="q", root=".", tools=specs)
-    assert (plain.grounded, plain.lookups, plain.patches) == (False, False, ["files_prompt", "argless_tools"])
+    assert (plain.grounded, plain.lookups, plain.patches) == (False, False, ["files_prompt", "named_file_search", "argless_tools"])
     asked = ReactAgent.make_start(goal="q", root=".", tools=specs, grounded=None)
     assert asked.grounded is False
     code = Orchestrator.make_start(goal="q", root=".", tools=specs)
@@ -406,6 +406,45 @@ def test_a_plain_run_reads_the_file_its_goal_names_before_the_first_model_call(t
     assert [(e.type_name, e.payload()) for e in store.read_stream("agent:replay")] == [(e.type_name, e.payload()) for e in events]
     _, old, _, _ = run(tmp_path, answerer, grounded=False, question=question, stream="agent:old")
     assert old[1].type_name != "StepDecided" and "read_file that file first" not in prompts[-1]
+
+
+def test_a_plain_run_finds_the_goals_words_in_the_file_it_names_with_patch_named_file_search(tmp_path: Path) -> None:
+    """Patch named_file_search (new plain runs): "what does client.py say about the timeout?"
+    starts with client.py's lines on the timeout (a short file: shown whole), found for the
+    model; the run replays; a goal giving only the file's name still reads it."""
+    prompts: list[str] = []
+
+    def answerer(request: LlmRequest) -> str:
+        prompts.append(str(request.messages[-1]["content"]))
+        return _step("Line 13 sets it.", "answer", answer="client.py sets the timeout to 45 (line 13).")
+
+    question = "What does client.py say about the timeout?"
+    patches = ["files_prompt", "named_file_search"]
+    state, events, store, provider = run(tmp_path, answerer, grounded=False, patches=patches, question=question)
+    found = events[1]
+    assert (found.type_name, found.action, found.args, found.auto) == (
+        "StepDecided", "search_files", {"query": "timeout", "path": "client.py"}, True)
+    assert "client.py says it on line 13; the whole file:" in prompts[0] and "13:         self.timeout = 45" in prompts[0]
+    assert provider.calls == 1 and state.answer == "<answer>client.py sets the timeout to 45 (line 13).</answer>"
+    replay = ActorShell(ReactAgent(), "agent:replay", store, run_id="replay").load()
+    replay.handle(ReactAgent().start_command(events[0]))
+    drive(replay, ReplayEffects(events), on_events=None)
+    assert [(e.type_name, e.payload()) for e in store.read_stream("agent:replay")] == [(e.type_name, e.payload()) for e in events]
+    _, named_only, _, _ = run(tmp_path, answerer, grounded=False, patches=patches, question="Summarize client.py", stream="agent:s")
+    assert (named_only[1].action, named_only[1].args) == ("search_files", {"query": "Summarize", "path": "client.py"})
+    _, only_name, _, _ = run(tmp_path, answerer, grounded=False, patches=patches, question="client.py?", stream="agent:n")
+    assert (only_name[1].action, only_name[1].args) == ("read_file", {"path": "client.py"})
+
+
+def test_opening_read_takes_a_search_only_with_the_patch_and_the_search_tool() -> None:
+    from actors.agent.lookups import opening_read
+
+    goal = "What does docs/cli.md say about budgets?"
+    both = ["search_files", "read_file"]
+    assert opening_read(goal, both, ["named_file_search"]).args == {"query": "budgets", "path": "docs/cli.md"}
+    assert opening_read(goal, both, []).args == {"path": "docs/cli.md"}  # recorded before the patch
+    assert opening_read(goal, ["read_file"], ["named_file_search"]).args == {"path": "docs/cli.md"}
+    assert opening_read("What does the README say?", both, ["named_file_search"]) is None  # names no file
 
 
 def test_runs_without_patch_answer_first_ask_for_a_step_as_before(tmp_path: Path) -> None:

@@ -43,6 +43,7 @@ from actors.tools.paths import (
     resolve_in_root,
 )
 from actors.tools.search import (
+    lines_with,
     search,
 )
 
@@ -156,18 +157,17 @@ def search_within(root: str | os.PathLike[str], path: str, query: Any) -> str:
     if target is None:
         resolve_in_root(base, text, listed_by="search_files")  # refuses escapes with the proper message
         raise ToolInputError(_not_found(base, text))
-    found = search(base, query, within=target)
     if target.is_dir():
-        return found
+        return search(base, query, within=target)
     rel = rel_path(target, base)
-    numbers = re.findall(rf"^  {re.escape(rel)}:(\d+): ", found, re.MULTILINE)
+    numbers = [str(n) for n in lines_with(base, target, query)]
     if not numbers:
         asked = ", ".join(repr(w) for w in str(query).split()) or repr(query)
         return f"No line of {rel} contains {asked}. Its first lines:\n" + read(base, rel)
     whole = read(base, rel)
     if _SHOWN.match(whole.splitlines()[0]):
         return f"{rel} says it on line{'s' if len(numbers) > 1 else ''} {', '.join(numbers)}; the whole file:\n{whole}"
-    return found
+    return search(base, query, within=target)
 
 
 def _locate(base: Path, text: str) -> Path | None:

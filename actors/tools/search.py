@@ -177,11 +177,7 @@ def search(
     """
     base = resolve_root(root)
     query = _query_text(query)
-    terms = query_terms(query)
-    if not terms:
-        raise ToolInputError(
-            "search_files needs a query with at least one word or identifier, e.g. query='snapshot'"
-        )
+    terms = _terms_of(query)
 
     hits: list[_FileHit] = []
     one_file = within is not None and within.is_file()
@@ -219,6 +215,23 @@ def search(
         out.append("No file contains " + ", ".join(f"'{m}'" for m in missing) + ".")
     out.append("Next: read_file(path, start_line) a few lines above a hit, or answer if a line above already shows it.")
     return "\n".join(out)
+
+
+def lines_with(root: str | os.PathLike[str], path: Path, query: Any, max_lines: int = 24) -> list[int]:
+    """The numbers of the lines of one file (a real path under root, already checked) that
+    search_files would show for `query` in it, in line order."""
+    base = resolve_root(root)
+    hit = _score_file(path, base, _terms_of(_query_text(query)))
+    return [] if hit is None else [number for number, _ in _best_lines(hit, max_lines, base)]
+
+
+def _terms_of(query: str) -> list[Term]:
+    terms = query_terms(query)
+    if not terms:
+        raise ToolInputError(
+            "search_files needs a query with at least one word or identifier, e.g. query='snapshot'"
+        )
+    return terms
 
 
 def _query_text(query: Any) -> str:

@@ -81,6 +81,14 @@ def run(
     return state, store.read_stream(stream), store, provider
 
 
+def assert_replays(store: EventStore, events: list) -> None:
+    """The recorded run, re-executed from its log, writes the same events."""
+    replay = ActorShell(ReactAgent(), "agent:replay", store, run_id="replay").load()
+    replay.handle(ReactAgent().start_command(events[0]))
+    drive(replay, ReplayEffects(events), on_events=None)
+    assert [(e.type_name, e.payload()) for e in store.read_stream("agent:replay")] == [(e.type_name, e.payload()) for e in events]
+
+
 def test_an_answer_from_a_snippet_is_sent_to_read_the_definition(tmp_path: Path) -> None:
     state, events, _, provider = run(tmp_path, snippet_answerer)
     assert state.status == "completed"
@@ -400,10 +408,7 @@ def test_a_plain_run_reads_the_file_its_goal_names_before_the_first_model_call(t
     assert (read.type_name, read.action, read.args, read.auto) == ("StepDecided", "read_file", {"path": "client.py"}, True)
     assert "Read for you, client.py from line 1:" in prompts[0] and "read_file that file first" in prompts[0]
     assert provider.calls == 1 and state.answer == "<answer>client.py sets the timeout to 45 (line 13).</answer>"
-    replay = ActorShell(ReactAgent(), "agent:replay", store, run_id="replay").load()
-    replay.handle(ReactAgent().start_command(events[0]))
-    drive(replay, ReplayEffects(events), on_events=None)
-    assert [(e.type_name, e.payload()) for e in store.read_stream("agent:replay")] == [(e.type_name, e.payload()) for e in events]
+    assert_replays(store, events)
     _, old, _, _ = run(tmp_path, answerer, grounded=False, question=question, stream="agent:old")
     assert old[1].type_name != "StepDecided" and "read_file that file first" not in prompts[-1]
 
@@ -426,10 +431,7 @@ def test_a_plain_run_finds_the_goals_words_in_the_file_it_names_with_patch_named
         "StepDecided", "search_files", {"query": "timeout", "path": "client.py"}, True)
     assert "client.py says it on line 13; the whole file:" in prompts[0] and "13:         self.timeout = 45" in prompts[0]
     assert provider.calls == 1 and state.answer == "<answer>client.py sets the timeout to 45 (line 13).</answer>"
-    replay = ActorShell(ReactAgent(), "agent:replay", store, run_id="replay").load()
-    replay.handle(ReactAgent().start_command(events[0]))
-    drive(replay, ReplayEffects(events), on_events=None)
-    assert [(e.type_name, e.payload()) for e in store.read_stream("agent:replay")] == [(e.type_name, e.payload()) for e in events]
+    assert_replays(store, events)
     _, named_only, _, _ = run(tmp_path, answerer, grounded=False, patches=patches, question="Summarize client.py", stream="agent:s")
     assert (named_only[1].action, named_only[1].args) == ("search_files", {"query": "Summarize", "path": "client.py"})
     _, only_name, _, _ = run(tmp_path, answerer, grounded=False, patches=patches, question="client.py?", stream="agent:n")
